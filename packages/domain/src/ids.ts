@@ -1,0 +1,56 @@
+/** Branded identifiers: every id on the wire is a prefix plus a ULID (or a UUID where the spec says so). */
+import { Schema } from "effect"
+
+const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
+
+const prefixed = <const B extends string>(prefix: string, brand: B) =>
+  Schema.String.check(Schema.isPattern(new RegExp(`^${prefix}${ULID}$`))).pipe(Schema.brand(brand))
+
+export const UserId = prefixed("usr_", "UserId")
+export type UserId = typeof UserId.Type
+export const SessionId = prefixed("ses_", "SessionId")
+export type SessionId = typeof SessionId.Type
+export const ChallengeId = prefixed("chl_", "ChallengeId")
+export type ChallengeId = typeof ChallengeId.Type
+export const OrgId = prefixed("org_", "OrgId")
+export type OrgId = typeof OrgId.Type
+export const WorkspaceRef = prefixed("ws_", "WorkspaceRef")
+export type WorkspaceRef = typeof WorkspaceRef.Type
+export const MemberId = prefixed("mem_", "MemberId")
+export type MemberId = typeof MemberId.Type
+export const InvitationId = prefixed("inv_", "InvitationId")
+export type InvitationId = typeof InvitationId.Type
+export const TeamId = prefixed("team_", "TeamId")
+export type TeamId = typeof TeamId.Type
+export const ProjectId = prefixed("prj_", "ProjectId")
+export type ProjectId = typeof ProjectId.Type
+export const EnvironmentId = prefixed("env_", "EnvironmentId")
+export type EnvironmentId = typeof EnvironmentId.Type
+export const ServicePrincipalId = prefixed("sp_", "ServicePrincipalId")
+export type ServicePrincipalId = typeof ServicePrincipalId.Type
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+const uuid = <const B extends string>(brand: B) => Schema.String.check(Schema.isPattern(UUID_PATTERN)).pipe(Schema.brand(brand))
+
+export const EventId = uuid("EventId")
+export type EventId = typeof EventId.Type
+export const AuditEntryId = uuid("AuditEntryId")
+export type AuditEntryId = typeof AuditEntryId.Type
+export const ApiKeyId = uuid("ApiKeyId")
+export type ApiKeyId = typeof ApiKeyId.Type
+
+/** The prefixes, for code that mints ids. */
+export const IdPrefix = {
+  user: "usr_",
+  session: "ses_",
+  challenge: "chl_",
+  org: "org_",
+  workspace: "ws_",
+  member: "mem_",
+  invitation: "inv_",
+  team: "team_",
+  project: "prj_",
+  environment: "env_",
+  servicePrincipal: "sp_"
+} as const
