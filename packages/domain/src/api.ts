@@ -1,0 +1,19 @@
+/** The whole API: one group per area. Validation, OpenAPI, the docs page and the typed client derive from it. */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { IdentityApi, SessionApi } from "./identity.ts"
+import { RequestValidation } from "./security.ts"
+import { SystemApi } from "./system.ts"
+import { WorkspacesApi } from "./workspaces.ts"
+
+export class ControlPlaneApi extends HttpApi.make("control-plane")
+  .add(SystemApi)
+  .add(IdentityApi)
+  .add(SessionApi)
+  .add(WorkspacesApi)
+  .middleware(RequestValidation)
+  .annotateMerge(OpenApi.annotations({
+    title: "Workspace Control-Plane API",
+    version: "1.0.0",
+    description: "Identity, workspaces, access control and the run-state plane of a multi-tenant platform."
+  }))
+{}

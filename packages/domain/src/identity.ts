@@ -1,0 +1,118 @@
+/** Identity: email-code and OAuth sign-in, sessions, the profile and the security-event log. */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { NotFound, PreconditionFailed, RateLimited } from "./errors.ts"
+import { ChallengeId, SessionId, UserId } from "./ids.ts"
+import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import { Envelope, Page, Timestamp } from "./wire.ts"
+
+export const Email = Schema.String.check(
+  Schema.isMaxLength(254),
+  Schema.isPattern(/^\s*[^\s@]+@[^\s@]+\.[^\s@]+\s*$/, { message: "must be an email address" })
+)
+
+export const User = Schema.Struct({
+  id: UserId,
+  email: Schema.String,
+  displayName: Schema.NullOr(Schema.String),
+  lastOrgSlug: Schema.NullOr(Schema.String)
+})
+export type User = typeof User.Type
+
+export const LoginUser = Schema.Struct({ id: UserId, email: Schema.String, displayName: Schema.NullOr(Schema.String) })
+
+export const LoginChallenge = {
+  challengeId: ChallengeId,
+  expiresAt: Timestamp,
+  delivery: Schema.Struct({ mode: Schema.Literal("email"), emailHint: Schema.String })
+}
+export type LoginChallenge = Schema.Struct.Type<typeof LoginChallenge>
+
+export const LoginResult = {
+  token: Schema.String,
+  tokenType: Schema.Literal("bearer"),
+  expiresAt: Timestamp,
+  user: LoginUser
+}
+export type LoginResult = Schema.Struct.Type<typeof LoginResult>
+
+export const Session = Schema.Struct({ id: SessionId, expiresAt: Timestamp, createdAt: Timestamp })
+export type Session = typeof Session.Type
+
+export const SecurityEventOutcome = Schema.Literals(["success", "failure"])
+
+export const SecurityEvent = Schema.Struct({
+  eventType: Schema.String,
+  outcome: SecurityEventOutcome,
+  occurredAt: Timestamp,
+  requestId: Schema.NullOr(Schema.String),
+  ip: Schema.NullOr(Schema.String),
+  userAgent: Schema.NullOr(Schema.String),
+  metadata: Schema.Record(Schema.String, Schema.Unknown)
+})
+export type SecurityEvent = typeof SecurityEvent.Type
+
+export const OAuthProvider = Schema.Struct({ id: Schema.String, name: Schema.String })
+
+const ProviderParam = Schema.String.check(Schema.isPattern(/^[a-z0-9_-]{1,32}$/))
+
+export const ProfilePatch = Schema.Struct({
+  displayName: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(128)))),
+  lastOrgSlug: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(63)))
+})
+
+export class IdentityApi extends HttpApiGroup.make("identity")
+  .add(
+    HttpApiEndpoint.post("loginStart", "/v1/auth/login/start", {
+      payload: Schema.Struct({ email: Email }),
+      success: Envelope(LoginChallenge),
+      error: RateLimited
+    }).annotateMerge(requires.none),
+    HttpApiEndpoint.post("loginComplete", "/v1/auth/login/complete", {
+      payload: Schema.Struct({ challengeId: ChallengeId, code: Schema.String.check(Schema.isPattern(/^\d{6}$/)) }),
+      success: Envelope(LoginResult),
+      error: [NotFound, PreconditionFailed, RateLimited]
+    }).annotateMerge(requires.none),
+    HttpApiEndpoint.get("oauthProviders", "/v1/auth/oauth/providers", {
+      success: Envelope({ providers: Schema.Array(OAuthProvider) })
+    }).annotateMerge(requires.none),
+    HttpApiEndpoint.get("oauthStart", "/v1/auth/oauth/:provider/start", {
+      params: { provider: ProviderParam },
+      success: HttpApiSchema.Empty(302),
+      error: NotFound
+    }).annotateMerge(requires.none),
+    HttpApiEndpoint.get("oauthCallback", "/v1/auth/oauth/:provider/callback", {
+      params: { provider: ProviderParam },
+      query: { code: Schema.optionalKey(Schema.String), state: Schema.String, error: Schema.optionalKey(Schema.String) },
+      success: Envelope(LoginResult),
+      error: [NotFound, PreconditionFailed]
+    }).annotateMerge(requires.none)
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Sign-in", description: "Email-code and OAuth sign-in" }))
+{}
+
+/** The signed-in user's own surfaces; API keys get 403 on all of them. */
+export class SessionApi extends HttpApiGroup.make("session")
+  .add(
+    HttpApiEndpoint.get("session", "/v1/auth/session", {
+      success: Envelope({ session: Session, user: User })
+    }).annotateMerge(requires.session),
+    HttpApiEndpoint.post("logout", "/v1/auth/logout", {
+      success: Envelope({ success: Schema.Literal(true) })
+    }).annotateMerge(requires.session),
+    HttpApiEndpoint.get("getProfile", "/v1/auth/profile", {
+      success: Envelope({ user: User })
+    }).annotateMerge(requires.session),
+    HttpApiEndpoint.patch("updateProfile", "/v1/auth/profile", {
+      payload: ProfilePatch,
+      success: Envelope({ user: User })
+    }).annotateMerge(requires.session),
+    HttpApiEndpoint.get("securityEvents", "/v1/auth/security-events", {
+      query: PageQuery,
+      success: Page({ securityEvents: Schema.Array(SecurityEvent) })
+    }).annotateMerge(requires.session)
+  )
+  .middleware(Authorization)
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Session", description: "Session, profile and security events" }))
+{}

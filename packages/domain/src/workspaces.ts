@@ -1,0 +1,72 @@
+/** Workspaces (organizations): create, list, get by any reference, child workspaces, effective access. */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { PermissionDecision, Role } from "./access.ts"
+import { Conflict, NotFound } from "./errors.ts"
+import { OrgId, ProjectId, WorkspaceRef } from "./ids.ts"
+import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import { Envelope, Page, Timestamp } from "./wire.ts"
+
+export const Slug = Schema.String.check(
+  Schema.isPattern(/^[a-z0-9][a-z0-9-]{0,62}$/, {
+    message: "must be 1 to 63 lowercase letters, digits or '-', starting with a letter or digit"
+  })
+)
+
+export const Name = Schema.String.check(
+  Schema.isPattern(/\S/, { message: "must not be blank" }),
+  Schema.isMaxLength(128)
+)
+
+export const Organization = Schema.Struct({
+  id: OrgId,
+  name: Schema.String,
+  slug: Schema.String,
+  workspaceRef: WorkspaceRef,
+  accountId: WorkspaceRef,
+  kind: Schema.String,
+  isAccountRoot: Schema.Boolean,
+  createdAt: Timestamp
+})
+export type Organization = typeof Organization.Type
+
+export const Membership = Schema.Struct({ role: Role, joinedAt: Timestamp })
+
+export const ChildWorkspace = Schema.Struct({ orgId: OrgId, workspaceRef: WorkspaceRef, name: Schema.String })
+
+/** Any of the three spellings of a workspace reference: `org_…`, `ws_…` or a slug. */
+export const OrgRef = Schema.String
+
+const orgParams = { orgId: OrgRef }
+
+export class WorkspacesApi extends HttpApiGroup.make("workspaces")
+  .add(
+    HttpApiEndpoint.post("create", "/v1/organizations", {
+      payload: Schema.Struct({ name: Name, slug: Schema.optionalKey(Slug) }),
+      success: Envelope({ organization: Organization, membership: Membership }),
+      error: Conflict
+    }).annotateMerge(requires.authenticated),
+    HttpApiEndpoint.get("list", "/v1/organizations", {
+      query: PageQuery,
+      success: Page({ organizations: Schema.Array(Organization) })
+    }).annotateMerge(requires.authenticated),
+    HttpApiEndpoint.get("get", "/v1/organizations/:orgId", {
+      params: orgParams,
+      success: Envelope({ organization: Organization })
+    }).annotateMerge(requires.permission("organization.read")),
+    HttpApiEndpoint.get("children", "/v1/organizations/:orgId/workspaces", {
+      params: orgParams,
+      query: PageQuery,
+      success: Page({ workspaces: Schema.Array(ChildWorkspace) })
+    }).annotateMerge(requires.permission("organization.member.list")),
+    HttpApiEndpoint.get("effectiveAccess", "/v1/organizations/:orgId/effective-access", {
+      params: orgParams,
+      query: { projectId: Schema.optionalKey(ProjectId), subjectId: Schema.optionalKey(Schema.String) },
+      success: Envelope({ permissions: Schema.Array(PermissionDecision) }),
+      error: NotFound
+    }).annotateMerge(requires.authenticated)
+  )
+  .middleware(Authorization)
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Workspaces", description: "Workspaces and account roots" }))
+{}

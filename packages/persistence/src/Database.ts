@@ -1,0 +1,104 @@
+/**
+ * The database layers: `PgClient` (and `SqlClient`) over a real PostgreSQL server, or over an embedded PGlite served on
+ * loopback by pglite-socket, with snake_case columns mapped to camelCase once, here.
+ */
+import { PGlite } from "@electric-sql/pglite"
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { PgClient } from "@effect/sql-pg"
+import { Config, Effect, Layer, Option, Redacted, String as Str } from "effect"
+import { SqlClient } from "effect/sql"
+import { ConnectionError, SqlError } from "effect/sql/SqlError"
+
+/** What every database layer provides. */
+export type Database = PgClient.PgClient | SqlClient.SqlClient
+
+/** The data directory PGlite keeps in memory only: nothing survives the scope. */
+const IN_MEMORY_DATA_DIR = "memory://"
+
+const EMBEDDED_HOST = "127.0.0.1"
+
+/**
+ * Column names stay snake_case in SQL and become camelCase in rows; JSON values (event data, stored headers) are
+ * left exactly as written.
+ */
+const naming = {
+  transformResultNames: Str.snakeToCamel,
+  transformQueryNames: Str.camelToSnake,
+  transformJson: false
+} as const
+
+/** A pooled client on a real PostgreSQL server (`postgres://user@host:port/db`). */
+export const layerPostgres = (url: Redacted.Redacted | string): Layer.Layer<Database, SqlError> =>
+  PgClient.layer({ url: Redacted.isRedacted(url) ? url : Redacted.make(url), ...naming })
+
+const embeddedStartFailed = (cause: unknown) =>
+  new SqlError({ reason: new ConnectionError({ cause, message: "Could not start the embedded PGlite database" }) })
+
+/** Where an embedded database keeps its files, and optionally a `dumpDataDir` tarball to start from. */
+export interface EmbeddedOptions {
+  readonly dataDir: string
+  /** Skips initdb (about a second): tests boot every fresh database from one cached snapshot. */
+  readonly loadDataDir?: Blob
+}
+
+/** Starts PGlite and its loopback socket server for the current scope and returns the port it listens on. */
+const serveEmbedded = Effect.fnUntraced(function*(options: EmbeddedOptions) {
+  const db = yield* Effect.acquireRelease(
+    Effect.tryPromise({ try: () => PGlite.create(options), catch: embeddedStartFailed }),
+    (db) => Effect.promise(() => db.close())
+  )
+  // PGlite has a single backend session: one socket, shared by every query, so a pool of exactly one connection.
+  const server = new PGLiteSocketServer({ db, host: EMBEDDED_HOST, port: 0, maxConnections: 1 })
+  yield* Effect.acquireRelease(
+    Effect.tryPromise({ try: () => server.start(), catch: embeddedStartFailed }),
+    () => Effect.promise(() => server.stop())
+  )
+  // Port 0 lets the OS choose a free port; the server reports it as "host:port" once listening.
+  const port = Number(server.getServerConn().slice(EMBEDDED_HOST.length + 1))
+  return Number.isInteger(port) && port > 0
+    ? port
+    : yield* Effect.fail(embeddedStartFailed(new Error(`unexpected listen address ${server.getServerConn()}`)))
+})
+
+/**
+ * An embedded PGlite under `dataDir` (or `memory://`), closed with the scope; data in a directory survives a
+ * restart. One backend session: transactions are serialized, and nothing may wait for a second connection while
+ * holding the first. A fresh boot costs one to a few seconds (initdb), much less from `loadDataDir`.
+ */
+export const layerEmbedded = (options: EmbeddedOptions): Layer.Layer<Database, SqlError> =>
+  PgClient.layerFrom(Effect.gen(function*() {
+    const port = yield* serveEmbedded(options)
+    return yield* PgClient.make({
+      host: EMBEDDED_HOST,
+      port,
+      username: "postgres",
+      database: "postgres",
+      maxConnections: 1,
+      minConnections: 1,
+      ...naming
+    })
+  }))
+
+/** A throwaway embedded database for tests, optionally started from a `dumpDataDir` snapshot. */
+export const layerEmbeddedInMemory = (
+  options: Omit<EmbeddedOptions, "dataDir"> = {}
+): Layer.Layer<Database, SqlError> => layerEmbedded({ ...options, dataDir: IN_MEMORY_DATA_DIR })
+
+/**
+ * PostgreSQL at `DATABASE_URL` when it is set and non-empty (production, CI); otherwise the embedded database under
+ * `DATA_DIR` (default `./.data`), so a developer needs no server.
+ */
+export const layerFromEnv: Layer.Layer<Database, SqlError | Config.ConfigError> = Layer.unwrap(
+  Effect.gen(function*() {
+    const url = yield* Config.option(Config.Redacted("DATABASE_URL"))
+    if (Option.isSome(url)) return layerPostgres(url.value)
+    const dataDir = yield* Config.String("DATA_DIR").pipe(Config.withDefault("./.data"))
+    return layerEmbedded({ dataDir })
+  })
+)
+
+/** Succeeds when the database answers a trivial query: the health route's readiness check. */
+export const ping: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`select 1`
+})

@@ -1,0 +1,36 @@
+/** Forward-only numbered migrations, applied at start-up by whichever replica takes the advisory lock first. */
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { PgMigrator } from "@effect/sql-pg"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import platform from "./migrations/0001_platform.ts"
+import identity from "./migrations/0002_identity.ts"
+import workspaces from "./migrations/0003_workspaces.ts"
+
+/** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
+export const migrations = {
+  "0001_platform": platform,
+  "0002_identity": identity,
+  "0003_workspaces": workspaces
+}
+
+/** Arbitrary constant naming the migration lock among this database's advisory locks. */
+const MIGRATION_LOCK_KEY = 4_214_330_001
+
+/**
+ * Applies pending migrations inside one transaction that first takes a transaction-scoped advisory lock, so
+ * replicas starting together run them once, one after the other; returns the migrations this call applied.
+ */
+export const run = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    yield* sql`select pg_advisory_xact_lock(${sql.literal(String(MIGRATION_LOCK_KEY))})`
+    return yield* PgMigrator.run({ loader: PgMigrator.fromRecord(migrations) })
+  }))
+}).pipe(
+  // PgMigrator asks for process and file-system services for its optional pg_dump schema dumps, which we never request.
+  Effect.provide(NodeServices.layer)
+)
+
+/** Runs the migrations while the application layer is built, before anything serves requests. */
+export const layer = Layer.effectDiscard(run)

@@ -1,0 +1,82 @@
+/** Sessions: the server side of a session bearer token (its secret stored only as a hash), revocable at logout. */
+import { SessionId, UserId } from "@cp/domain/ids"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import { insertUnique, primaryKey, type UniqueKey, updateRow } from "./memoryTable.ts"
+
+/** A row of `sessions`: what the edge needs to accept or reject a session token. */
+export const SessionRow = Schema.Struct({
+  id: SessionId,
+  userId: UserId,
+  /** SHA-256 of the token's secret part; the raw token is never stored. */
+  secretHash: Schema.String,
+  expiresAt: Schema.Date,
+  revokedAt: Schema.NullOr(Schema.Date),
+  createdAt: Schema.Date
+})
+export type SessionRow = typeof SessionRow.Type
+
+const uniques: ReadonlyArray<UniqueKey<SessionRow>> = [primaryKey("sessions_pkey")]
+
+const Revoke = Schema.Struct({ id: SessionId, now: Schema.Date })
+const RevokedId = Schema.Struct({ id: SessionId })
+
+/** Session records, read on every session-authenticated request (by primary key) and revoked at logout. */
+export class SessionsRepo extends Context.Service<SessionsRepo, {
+  readonly insert: (session: SessionRow) => Effect.Effect<void, UniqueViolation>
+  readonly findById: (id: SessionId) => Effect.Effect<Option.Option<SessionRow>>
+  /** Sets `revokedAt` to `now` if the session exists and is not revoked yet; true when this call revoked it. */
+  readonly revoke: (id: SessionId, now: Date) => Effect.Effect<boolean>
+}>()("@cp/persistence/identity/SessionsRepo") {
+  /** Sessions in a Map, for fast deterministic tests. */
+  static readonly memory = Layer.sync(SessionsRepo, () => {
+    const sessions = new Map<SessionId, SessionRow>()
+    return SessionsRepo.of({
+      insert: Effect.fn("SessionsRepo.insert")((session: SessionRow) =>
+        insertUnique(sessions, session.id, session, uniques)
+      ),
+      findById: Effect.fn("SessionsRepo.findById")(function*(id: SessionId) {
+        return Option.fromUndefinedOr(sessions.get(id))
+      }),
+      revoke: Effect.fn("SessionsRepo.revoke")((id: SessionId, now: Date) =>
+        updateRow(sessions, id, (current) =>
+          current.revokedAt === null ? Option.some({ ...current, revokedAt: now }) : Option.none()).pipe(
+            Effect.map(Option.isSome)
+          )
+      )
+    })
+  })
+
+  /** Sessions in the `sessions` table. */
+  static readonly sql = Layer.effect(
+    SessionsRepo,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const insert = SqlSchema.void({
+        Request: SessionRow,
+        execute: (session) => sql`insert into sessions ${sql.insert(session)}`
+      })
+      const findById = SqlSchema.findOneOption({
+        Request: SessionId,
+        Result: SessionRow,
+        execute: (id) => sql`select * from sessions where id = ${id}`
+      })
+      const revoke = SqlSchema.findOneOption({
+        Request: Revoke,
+        Result: RevokedId,
+        execute: ({ id, now }) =>
+          sql`update sessions set revoked_at = ${now} where id = ${id} and revoked_at is null returning id`
+      })
+      return SessionsRepo.of({
+        insert: Effect.fn("SessionsRepo.insert")((session: SessionRow) =>
+          uniqueViolationOrDie(insert(session))
+        ),
+        findById: Effect.fn("SessionsRepo.findById")((id: SessionId) => Effect.orDie(findById(id))),
+        revoke: Effect.fn("SessionsRepo.revoke")((id: SessionId, now: Date) =>
+          revoke({ id, now }).pipe(Effect.map(Option.isSome), Effect.orDie)
+        )
+      })
+    })
+  )
+}

@@ -1,0 +1,24 @@
+/** The persistence package: database layers, migrations, the transaction service and one repository per aggregate. */
+export * as Database from "./Database.ts"
+export { UniqueViolation, uniqueViolationOrDie } from "./errors.ts"
+export * as Memory from "./Memory.ts"
+export * as Migrations from "./Migrations.ts"
+export { Transactor } from "./Transactor.ts"
+
+export * from "./platform/EventLogRepo.ts"
+export * from "./platform/IdempotencyRepo.ts"
+export * from "./platform/JsonObject.ts"
+export * from "./platform/OutboxRepo.ts"
+export * from "./platform/RateLimitRepo.ts"
+export * from "./platform/ServerSecretsRepo.ts"
+
+export * from "./identity/ChallengesRepo.ts"
+export * from "./identity/OAuthRepo.ts"
+export * from "./identity/SecurityEventsRepo.ts"
+export * from "./identity/SessionsRepo.ts"
+export * from "./identity/UsersRepo.ts"
+
+export * from "./workspaces/MembersRepo.ts"
+export * from "./workspaces/OrganizationsRepo.ts"
+export * from "./workspaces/RoleBindingsRepo.ts"
+export * from "./workspaces/rows.ts"

@@ -1,0 +1,191 @@
+/** The event log and the audit trail derived from it, written in the same transaction as the mutation they record. */
+import { AuditEntryId, EnvironmentId, EventId, OrgId, ProjectId } from "@cp/domain/ids"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlSchema } from "effect/sql"
+import { uniqueViolationOrDie, UniqueViolation } from "../errors.ts"
+import { atomically } from "../Memory.ts"
+import { JsonObject } from "./JsonObject.ts"
+
+/** Who caused an event. */
+export const ActorType = Schema.Literals(["user", "service_principal", "workflow", "system"])
+export type ActorType = typeof ActorType.Type
+
+/** One row of the event log: what happened to which subject, by whom, with the trace that caused it. */
+export const EventRecord = Schema.Struct({
+  id: EventId,
+  orgId: OrgId,
+  type: Schema.String,
+  occurredAt: Schema.Date,
+  actorType: ActorType,
+  actorId: Schema.String,
+  subjectKind: Schema.String,
+  subjectId: Schema.String,
+  subjectName: Schema.NullOr(Schema.String),
+  projectId: Schema.NullOr(ProjectId),
+  environmentId: Schema.NullOr(EnvironmentId),
+  requestId: Schema.NullOr(Schema.String),
+  correlationId: Schema.NullOr(Schema.String),
+  data: JsonObject,
+  traceContext: Schema.NullOr(JsonObject)
+})
+export type EventRecord = typeof EventRecord.Type
+
+/** The audit view of one event, as the audit API lists it. */
+export const AuditEntryRecord = Schema.Struct({
+  id: AuditEntryId,
+  eventId: EventId,
+  orgId: OrgId,
+  projectId: Schema.NullOr(ProjectId),
+  environmentId: Schema.NullOr(EnvironmentId),
+  actorType: ActorType,
+  actorId: Schema.String,
+  eventType: Schema.String,
+  source: Schema.String,
+  category: Schema.String,
+  description: Schema.String,
+  subjectKind: Schema.String,
+  subjectId: Schema.String,
+  subjectName: Schema.NullOr(Schema.String),
+  occurredAt: Schema.Date,
+  requestId: Schema.NullOr(Schema.String),
+  correlationId: Schema.NullOr(Schema.String),
+  payload: JsonObject
+})
+export type AuditEntryRecord = typeof AuditEntryRecord.Type
+
+/** Keyset position of the last entry of the previous page. */
+export const AuditCursor = Schema.Struct({ occurredAt: Schema.Date, id: AuditEntryId })
+export type AuditCursor = typeof AuditCursor.Type
+
+/** One audit page of an org: every filter given must match (`from`/`to` inclusive), newest first, after `after`. */
+export const AuditQuery = Schema.Struct({
+  orgId: OrgId,
+  category: Schema.optionalKey(Schema.String),
+  actorId: Schema.optionalKey(Schema.String),
+  actorType: Schema.optionalKey(ActorType),
+  subjectKind: Schema.optionalKey(Schema.String),
+  subjectId: Schema.optionalKey(Schema.String),
+  eventType: Schema.optionalKey(Schema.String),
+  from: Schema.optionalKey(Schema.Date),
+  to: Schema.optionalKey(Schema.Date),
+  limit: Schema.Int,
+  after: Schema.optionalKey(AuditCursor)
+})
+export type AuditQuery = typeof AuditQuery.Type
+
+/** An event and its audit entry, appended together. */
+export interface EventAppend {
+  readonly event: EventRecord
+  readonly audit: AuditEntryRecord
+}
+
+/** Appends to and reads the event log (`events`) and the audit trail (`audit_entries`). */
+export class EventLogRepo extends Context.Service<EventLogRepo, {
+  /** Writes the event and its audit entry; run it inside `Transactor.withTransaction` with the mutation. */
+  readonly append: (entry: EventAppend) => Effect.Effect<void, UniqueViolation>
+  /** Every event of an org, newest first. */
+  readonly listEvents: (query: { readonly orgId: OrgId }) => Effect.Effect<ReadonlyArray<EventRecord>>
+  /** One page of an org's audit entries, newest first. */
+  readonly listAudit: (query: AuditQuery) => Effect.Effect<ReadonlyArray<AuditEntryRecord>>
+}>()("@cp/persistence/platform/EventLogRepo") {
+  /** In-process log. */
+  static readonly memory = Layer.sync(EventLogRepo, () => {
+    const events = new Map<EventId, EventRecord>()
+    const audit = new Map<AuditEntryId, AuditEntryRecord>()
+    return EventLogRepo.of({
+      append: (entry) =>
+        atomically((changes) => {
+          if (events.has(entry.event.id)) return Effect.fail(new UniqueViolation({ constraint: "events_pkey" }))
+          if (audit.has(entry.audit.id)) return Effect.fail(new UniqueViolation({ constraint: "audit_entries_pkey" }))
+          if (entry.audit.eventId !== entry.event.id && !events.has(entry.audit.eventId)) {
+            return Effect.die(new Error(`audit entry ${entry.audit.id} refers to unknown event ${entry.audit.eventId}`))
+          }
+          changes.set(events, entry.event.id, entry.event)
+          changes.set(audit, entry.audit.id, entry.audit)
+          return Effect.void
+        }),
+      listEvents: ({ orgId }) =>
+        Effect.sync(() => [...events.values()].filter((event) => event.orgId === orgId).sort(newestFirst)),
+      listAudit: (query) =>
+        Effect.sync(() => [...audit.values()].filter(matches(query)).sort(newestFirst).slice(0, query.limit))
+    })
+  })
+
+  /** The log in `events` and `audit_entries`. */
+  static readonly sql = Layer.effect(
+    EventLogRepo,
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+
+      // One statement, so the pair is written together even outside a transaction.
+      const append = SqlSchema.void({
+        Request: Schema.Struct({ event: EventRecord, audit: AuditEntryRecord }),
+        execute: ({ audit, event }) =>
+          sql`
+            with event as (
+              insert into events ${
+            sql.insert({
+              ...event,
+              data: sql.json(event.data),
+              traceContext: event.traceContext === null ? null : sql.json(event.traceContext)
+            })
+          }
+            )
+            insert into audit_entries ${sql.insert({ ...audit, payload: sql.json(audit.payload) })}`
+      })
+
+      const listEvents = SqlSchema.findAll({
+        Request: OrgId,
+        Result: EventRecord,
+        execute: (orgId) => sql`select * from events where org_id = ${orgId} order by occurred_at desc, id desc`
+      })
+
+      const listAudit = SqlSchema.findAll({
+        Request: AuditQuery,
+        Result: AuditEntryRecord,
+        execute: (q) =>
+          sql`
+            select * from audit_entries
+            where ${
+            sql.and([
+              sql`org_id = ${q.orgId}`,
+              ...(q.category === undefined ? [] : [sql`category = ${q.category}`]),
+              ...(q.actorId === undefined ? [] : [sql`actor_id = ${q.actorId}`]),
+              ...(q.actorType === undefined ? [] : [sql`actor_type = ${q.actorType}`]),
+              ...(q.subjectKind === undefined ? [] : [sql`subject_kind = ${q.subjectKind}`]),
+              ...(q.subjectId === undefined ? [] : [sql`subject_id = ${q.subjectId}`]),
+              ...(q.eventType === undefined ? [] : [sql`event_type = ${q.eventType}`]),
+              ...(q.from === undefined ? [] : [sql`occurred_at >= ${q.from}`]),
+              ...(q.to === undefined ? [] : [sql`occurred_at <= ${q.to}`]),
+              ...(q.after === undefined ? [] : [sql`(occurred_at, id) < (${q.after.occurredAt}, ${q.after.id})`])
+            ])
+          }
+            order by occurred_at desc, id desc
+            limit ${q.limit}`
+      })
+
+      return EventLogRepo.of({
+        append: (entry) => append(entry).pipe(uniqueViolationOrDie, Effect.withSpan("EventLogRepo.append")),
+        listEvents: ({ orgId }) => listEvents(orgId).pipe(Effect.orDie, Effect.withSpan("EventLogRepo.listEvents")),
+        listAudit: (query) => listAudit(query).pipe(Effect.orDie, Effect.withSpan("EventLogRepo.listAudit"))
+      })
+    })
+  )
+}
+
+/** The SQL order `occurred_at desc, id desc`; lowercase UUID strings sort as PostgreSQL sorts `uuid`. */
+const newestFirst = (a: { occurredAt: Date; id: string }, b: { occurredAt: Date; id: string }) =>
+  b.occurredAt.getTime() - a.occurredAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
+
+const matches = (q: AuditQuery) => (entry: AuditEntryRecord): boolean =>
+  entry.orgId === q.orgId &&
+  (q.category === undefined || entry.category === q.category) &&
+  (q.actorId === undefined || entry.actorId === q.actorId) &&
+  (q.actorType === undefined || entry.actorType === q.actorType) &&
+  (q.subjectKind === undefined || entry.subjectKind === q.subjectKind) &&
+  (q.subjectId === undefined || entry.subjectId === q.subjectId) &&
+  (q.eventType === undefined || entry.eventType === q.eventType) &&
+  (q.from === undefined || entry.occurredAt >= q.from) &&
+  (q.to === undefined || entry.occurredAt <= q.to) &&
+  (q.after === undefined || newestFirst(q.after, entry) < 0)

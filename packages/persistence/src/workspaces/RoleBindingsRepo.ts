@@ -1,0 +1,107 @@
+/** Role bindings: which role a user or service principal holds on a workspace, a project in it, or its account. */
+import { OrgId } from "@cp/domain/ids"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../identity/memoryTable.ts"
+import { bindingsOfSubject, WorkspaceTables } from "./MemoryTables.ts"
+import { RoleBindingRow, SubjectType } from "./rows.ts"
+
+/** The constraint behind the `UniqueViolation` of granting the same role on the same scope twice. */
+export const roleBindingsGrantConstraint = "role_bindings_grant_key"
+
+const uniques: ReadonlyArray<UniqueKey<RoleBindingRow>> = [
+  primaryKey("role_bindings_pkey"),
+  {
+    constraint: roleBindingsGrantConstraint,
+    key: (binding) =>
+      compositeKey(
+        binding.orgId,
+        binding.subjectType,
+        binding.subjectId,
+        binding.role,
+        binding.scopeKind,
+        binding.scopeRef
+      )
+  }
+]
+
+const SubjectInOrgs = Schema.Struct({
+  orgIds: Schema.Array(OrgId),
+  subjectType: SubjectType,
+  subjectId: Schema.String
+})
+
+/** Role bindings of direct subjects (team grants live with teams); reads return them in grant order. */
+export class RoleBindingsRepo extends Context.Service<RoleBindingsRepo, {
+  /** `UniqueViolation` when the subject already holds that role on that scope. */
+  readonly insert: (binding: RoleBindingRow) => Effect.Effect<void, UniqueViolation>
+  readonly listForSubject: (
+    orgId: OrgId,
+    subjectType: SubjectType,
+    subjectId: string
+  ) => Effect.Effect<ReadonlyArray<RoleBindingRow>>
+  /** The subject's bindings on any of `orgIds` in one query: a child workspace and its account root, say. */
+  readonly listForSubjectInOrgs: (
+    orgIds: ReadonlyArray<OrgId>,
+    subjectType: SubjectType,
+    subjectId: string
+  ) => Effect.Effect<ReadonlyArray<RoleBindingRow>>
+}>()("@cp/persistence/workspaces/RoleBindingsRepo") {
+  /** Bindings in the shared workspace tables, for fast deterministic tests. */
+  static readonly memory = Layer.effect(
+    RoleBindingsRepo,
+    Effect.gen(function*() {
+      const { roleBindings } = yield* WorkspaceTables
+      return RoleBindingsRepo.of({
+        insert: Effect.fn("RoleBindingsRepo.insert")((binding: RoleBindingRow) =>
+          insertUnique(roleBindings, binding.id, binding, uniques)
+        ),
+        listForSubject: Effect.fn("RoleBindingsRepo.listForSubject")(
+          function*(orgId: OrgId, subjectType: SubjectType, subjectId: string) {
+            return bindingsOfSubject(roleBindings, [orgId], subjectType, subjectId)
+          }
+        ),
+        listForSubjectInOrgs: Effect.fn("RoleBindingsRepo.listForSubjectInOrgs")(
+          function*(orgIds: ReadonlyArray<OrgId>, subjectType: SubjectType, subjectId: string) {
+            return bindingsOfSubject(roleBindings, orgIds, subjectType, subjectId)
+          }
+        )
+      })
+    })
+  ).pipe(Layer.provide(WorkspaceTables.layer))
+
+  /** Bindings in the `role_bindings` table. */
+  static readonly sql = Layer.effect(
+    RoleBindingsRepo,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const insert = SqlSchema.void({
+        Request: RoleBindingRow,
+        execute: (binding) => sql`insert into role_bindings ${sql.insert(binding)}`
+      })
+      const listForSubjectInOrgs = SqlSchema.findAll({
+        Request: SubjectInOrgs,
+        Result: RoleBindingRow,
+        execute: ({ orgIds, subjectType, subjectId }) =>
+          sql`
+            select * from role_bindings
+            where org_id = any(${orgIds}) and subject_type = ${subjectType} and subject_id = ${subjectId}
+            order by created_at, id`
+      })
+      return RoleBindingsRepo.of({
+        insert: Effect.fn("RoleBindingsRepo.insert")((binding: RoleBindingRow) =>
+          uniqueViolationOrDie(insert(binding))
+        ),
+        listForSubject: Effect.fn("RoleBindingsRepo.listForSubject")(
+          (orgId: OrgId, subjectType: SubjectType, subjectId: string) =>
+            Effect.orDie(listForSubjectInOrgs({ orgIds: [orgId], subjectType, subjectId }))
+        ),
+        listForSubjectInOrgs: Effect.fn("RoleBindingsRepo.listForSubjectInOrgs")(
+          (orgIds: ReadonlyArray<OrgId>, subjectType: SubjectType, subjectId: string) =>
+            Effect.orDie(listForSubjectInOrgs({ orgIds, subjectType, subjectId }))
+        )
+      })
+    })
+  )
+}

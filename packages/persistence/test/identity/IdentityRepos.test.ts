@@ -1,0 +1,322 @@
+import { ChallengeId, IdPrefix, SessionId, UserId } from "@cp/domain/ids"
+import { assert } from "@effect/vitest"
+import { Data, Effect, Layer, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { UniqueViolation } from "../../src/errors.ts"
+import { type ChallengeRow, ChallengesRepo } from "../../src/identity/ChallengesRepo.ts"
+import { OAuthRepo, type OAuthStateRow } from "../../src/identity/OAuthRepo.ts"
+import { type SecurityEventRow, SecurityEventsRepo } from "../../src/identity/SecurityEventsRepo.ts"
+import { type SessionRow, SessionsRepo } from "../../src/identity/SessionsRepo.ts"
+import { type UserRow, UsersRepo } from "../../src/identity/UsersRepo.ts"
+import { Transactor } from "../../src/Transactor.ts"
+import { describeContract, unique } from "../harness.ts"
+
+const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
+const at = (minutes: number) => new Date(t0 + minutes * 60_000)
+
+/** A valid prefixed id: 26 upper-case hex digits are a ULID-shaped body. */
+const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
+  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
+
+const userRow = (overrides: Partial<UserRow> = {}): UserRow => ({
+  id: newId(UserId, IdPrefix.user),
+  email: `${unique("ada")}@example.test`,
+  displayName: null,
+  lastOrgSlug: null,
+  emailVerified: true,
+  createdAt: at(0),
+  updatedAt: at(0),
+  ...overrides
+})
+
+/** Runs `self` `n` times at once and counts the callers that won. */
+const racers = (n: number, self: Effect.Effect<boolean>) =>
+  Effect.all(Array.from({ length: n }, () => self), { concurrency: "unbounded" }).pipe(
+    Effect.map((results) => results.filter((won) => won).length)
+  )
+
+describeContract("UsersRepo", UsersRepo, (it) => {
+  it.effect("finds a user by id and by (normalized) email", () =>
+    Effect.gen(function*() {
+      const repo = yield* UsersRepo
+      const user = userRow({ displayName: "Ada" })
+      yield* repo.insert(user)
+      assert.deepStrictEqual(yield* repo.findById(user.id), Option.some(user))
+      assert.deepStrictEqual(yield* repo.findByEmail(user.email), Option.some(user))
+      assert.isTrue(Option.isNone(yield* repo.findByEmail(user.email.toUpperCase())))
+      assert.isTrue(Option.isNone(yield* repo.findById(newId(UserId, IdPrefix.user))))
+    }))
+
+  it.effect("a second user with the same email is a UniqueViolation on users_email_key", () =>
+    Effect.gen(function*() {
+      const repo = yield* UsersRepo
+      const first = userRow()
+      yield* repo.insert(first)
+      const error = yield* Effect.flip(repo.insert(userRow({ email: first.email })))
+      assert.instanceOf(error, UniqueViolation)
+      assert.strictEqual(error.constraint, "users_email_key")
+    }))
+
+  it.effect("update changes only the given fields, clears with null and stamps updatedAt", () =>
+    Effect.gen(function*() {
+      const repo = yield* UsersRepo
+      const user = userRow({ displayName: "Ada" })
+      yield* repo.insert(user)
+      const renamed = yield* repo.update(user.id, { lastOrgSlug: "personal" }, at(5))
+      assert.deepStrictEqual(renamed, { ...user, lastOrgSlug: "personal", updatedAt: at(5) })
+      const cleared = yield* repo.update(user.id, { displayName: null }, at(6))
+      assert.deepStrictEqual(cleared, { ...user, lastOrgSlug: "personal", displayName: null, updatedAt: at(6) })
+      assert.deepStrictEqual(yield* repo.findById(user.id), Option.some(cleared))
+    }))
+})
+
+class Abort extends Data.TaggedError("Abort")<{}> {}
+
+const challengeRow = (overrides: Partial<ChallengeRow> = {}): ChallengeRow => ({
+  id: newId(ChallengeId, IdPrefix.challenge),
+  email: `${unique("ada")}@example.test`,
+  codeHash: "hash",
+  expiresAt: at(10),
+  failedAttempts: 0,
+  consumedAt: null,
+  createdAt: at(0),
+  ...overrides
+})
+
+describeContract("ChallengesRepo", ChallengesRepo, (it) => {
+  it.effect("stores a challenge and counts wrong codes atomically", () =>
+    Effect.gen(function*() {
+      const repo = yield* ChallengesRepo
+      const challenge = challengeRow()
+      yield* repo.insert(challenge)
+      assert.deepStrictEqual(yield* repo.findById(challenge.id), Option.some(challenge))
+      assert.strictEqual(yield* repo.recordFailure(challenge.id), 1)
+      const counts = yield* Effect.all([1, 2, 3].map(() => repo.recordFailure(challenge.id)), { concurrency: 3 })
+      assert.deepStrictEqual([...counts].sort((a, b) => a - b), [2, 3, 4])
+      assert.strictEqual(Option.getOrThrow(yield* repo.findById(challenge.id)).failedAttempts, 4)
+    }))
+
+  it.effect("consume succeeds once, and never on an expired challenge", () =>
+    Effect.gen(function*() {
+      const repo = yield* ChallengesRepo
+      const challenge = challengeRow()
+      const expired = challengeRow()
+      yield* repo.insert(challenge)
+      yield* repo.insert(expired)
+      assert.isFalse(yield* repo.consume(expired.id, expired.expiresAt))
+      assert.isTrue(yield* repo.consume(challenge.id, at(1)))
+      assert.isFalse(yield* repo.consume(challenge.id, at(2)))
+      assert.deepStrictEqual(
+        Option.map(yield* repo.findById(challenge.id), (row) => row.consumedAt),
+        Option.some(at(1))
+      )
+      assert.isFalse(yield* repo.consume(newId(ChallengeId, IdPrefix.challenge), at(1)))
+    }))
+
+  it.effect("a consume inside a failed transaction is undone", () =>
+    Effect.gen(function*() {
+      const repo = yield* ChallengesRepo
+      const { withTransaction } = yield* Transactor
+      const challenge = challengeRow()
+      yield* repo.insert(challenge)
+      const error = yield* Effect.flip(withTransaction(Effect.gen(function*() {
+        assert.strictEqual(yield* repo.recordFailure(challenge.id), 1)
+        assert.isTrue(yield* repo.consume(challenge.id, at(1)))
+        return yield* new Abort()
+      })))
+      assert.instanceOf(error, Abort)
+      assert.deepStrictEqual(yield* repo.findById(challenge.id), Option.some(challenge))
+      assert.isTrue(yield* repo.consume(challenge.id, at(2)))
+    }))
+
+  it.effect("exactly one of many concurrent consumers wins", () =>
+    Effect.gen(function*() {
+      const repo = yield* ChallengesRepo
+      const challenge = challengeRow()
+      yield* repo.insert(challenge)
+      assert.strictEqual(yield* racers(8, repo.consume(challenge.id, at(1))), 1)
+    }))
+})
+
+const sessionRow = (userId: UserId, overrides: Partial<SessionRow> = {}): SessionRow => ({
+  id: newId(SessionId, IdPrefix.session),
+  userId,
+  secretHash: "sha256",
+  expiresAt: at(60 * 24 * 30),
+  revokedAt: null,
+  createdAt: at(0),
+  ...overrides
+})
+
+describeContract(
+  "SessionsRepo",
+  { memory: Layer.merge(SessionsRepo.memory, UsersRepo.memory), sql: Layer.merge(SessionsRepo.sql, UsersRepo.sql) },
+  (it) => {
+    const withUser = Effect.gen(function*() {
+      const user = userRow()
+      yield* (yield* UsersRepo).insert(user)
+      return user
+    })
+
+    it.effect("finds a session by id; revoke stamps it once", () =>
+      Effect.gen(function*() {
+        const repo = yield* SessionsRepo
+        const session = sessionRow((yield* withUser).id)
+        yield* repo.insert(session)
+        assert.deepStrictEqual(yield* repo.findById(session.id), Option.some(session))
+        assert.isTrue(yield* repo.revoke(session.id, at(3)))
+        assert.isFalse(yield* repo.revoke(session.id, at(4)))
+        assert.deepStrictEqual(yield* repo.findById(session.id), Option.some({ ...session, revokedAt: at(3) }))
+        assert.isFalse(yield* repo.revoke(newId(SessionId, IdPrefix.session), at(3)))
+      }))
+
+    it.effect("exactly one of many concurrent revokes wins", () =>
+      Effect.gen(function*() {
+        const repo = yield* SessionsRepo
+        const session = sessionRow((yield* withUser).id)
+        yield* repo.insert(session)
+        assert.strictEqual(yield* racers(8, repo.revoke(session.id, at(1))), 1)
+      }))
+  }
+)
+
+const eventRow = (email: string, minutes: number, overrides: Partial<SecurityEventRow> = {}): SecurityEventRow => ({
+  id: randomUUID(),
+  userId: null,
+  email,
+  eventType: "login.challenge.created",
+  outcome: "success",
+  occurredAt: at(minutes),
+  requestId: unique("req"),
+  ip: "127.0.0.1",
+  userAgent: "vitest",
+  metadata: {},
+  ...overrides
+})
+
+describeContract(
+  "SecurityEventsRepo",
+  {
+    memory: Layer.merge(SecurityEventsRepo.memory, UsersRepo.memory),
+    sql: Layer.merge(SecurityEventsRepo.sql, UsersRepo.sql)
+  },
+  (it) => {
+    const withUser = Effect.gen(function*() {
+      const user = userRow()
+      yield* (yield* UsersRepo).insert(user)
+      return user
+    })
+
+    it.effect("keeps metadata exactly as written, keys and nesting included", () =>
+      Effect.gen(function*() {
+        const repo = yield* SecurityEventsRepo
+        const user = yield* withUser
+        const event = eventRow(user.email, 1, {
+          userId: user.id,
+          requestId: null,
+          ip: null,
+          userAgent: null,
+          metadata: { challenge_id: "chl_x", attemptsLeft: 4, nested: { some_key: [1, null, true, "s"] } }
+        })
+        yield* repo.insert(event)
+        assert.deepStrictEqual(yield* repo.listForUser({ userId: user.id, limit: 10 }), [event])
+        const error = yield* Effect.flip(repo.insert(event))
+        assert.strictEqual(error.constraint, "security_events_pkey")
+      }))
+
+    it.effect("attachToEmail gives a new user the events recorded for its email before it existed", () =>
+      Effect.gen(function*() {
+        const repo = yield* SecurityEventsRepo
+        const user = yield* withUser
+        const someoneElse = yield* withUser
+        const before = eventRow(user.email, 1)
+        const alreadyOwned = eventRow(user.email, 2, { userId: someoneElse.id })
+        const otherEmail = eventRow(someoneElse.email, 3)
+        yield* Effect.forEach([before, alreadyOwned, otherEmail], repo.insert)
+        yield* repo.attachToEmail(user.email, user.id)
+        assert.deepStrictEqual(yield* repo.listForUser({ userId: user.id, limit: 10 }), [{ ...before, userId: user.id }])
+        assert.deepStrictEqual(yield* repo.listForUser({ userId: someoneElse.id, limit: 10 }), [alreadyOwned])
+      }))
+
+    it.effect("pages newest first by (occurredAt desc, id desc), unaffected by rows inserted during the walk", () =>
+      Effect.gen(function*() {
+        const repo = yield* SecurityEventsRepo
+        const user = yield* withUser
+        // Three events share one instant, so the id breaks the tie.
+        const events = [1, 2, 2, 2, 3, 4].map((minutes) => eventRow(user.email, minutes, { userId: user.id }))
+        yield* Effect.forEach(events, repo.insert)
+        const expected = [...events].sort((a, b) =>
+          b.occurredAt.getTime() - a.occurredAt.getTime() || (a.id < b.id ? 1 : -1)
+        )
+        const walked: Array<SecurityEventRow> = []
+        let after: { readonly occurredAt: Date; readonly id: string } | undefined
+        for (;;) {
+          const page = yield* repo.listForUser({ userId: user.id, limit: 3, ...(after === undefined ? {} : { after }) })
+          const rows = page.slice(0, 2)
+          walked.push(...rows)
+          // A newer event arriving mid-walk sorts before the cursor, so this walk never sees it.
+          if (walked.length === 2) yield* repo.insert(eventRow(user.email, 99, { userId: user.id }))
+          const last = rows.at(-1)
+          if (page.length <= 2 || last === undefined) break
+          after = { occurredAt: last.occurredAt, id: last.id }
+        }
+        assert.deepStrictEqual(walked.map((event) => event.id), expected.map((event) => event.id))
+      }))
+  }
+)
+
+const stateRow = (overrides: Partial<OAuthStateRow> = {}): OAuthStateRow => ({
+  id: unique("nonce"),
+  provider: "acme",
+  codeVerifier: "verifier",
+  redirectAfter: null,
+  expiresAt: at(10),
+  consumedAt: null,
+  createdAt: at(0),
+  ...overrides
+})
+
+describeContract(
+  "OAuthRepo",
+  { memory: Layer.merge(OAuthRepo.memory, UsersRepo.memory), sql: Layer.merge(OAuthRepo.sql, UsersRepo.sql) },
+  (it) => {
+    it.effect("consumeState returns the state once, and never when expired or unknown", () =>
+      Effect.gen(function*() {
+        const repo = yield* OAuthRepo
+        const state = stateRow({ redirectAfter: "/settings" })
+        const expired = stateRow()
+        yield* repo.insertState(state)
+        yield* repo.insertState(expired)
+        assert.deepStrictEqual(yield* repo.consumeState(state.id, at(1)), Option.some({ ...state, consumedAt: at(1) }))
+        assert.isTrue(Option.isNone(yield* repo.consumeState(state.id, at(2))))
+        assert.isTrue(Option.isNone(yield* repo.consumeState(expired.id, at(10))))
+        assert.isTrue(Option.isNone(yield* repo.consumeState(unique("nonce"), at(1))))
+      }))
+
+    it.effect("exactly one of many concurrent callbacks consumes the state", () =>
+      Effect.gen(function*() {
+        const repo = yield* OAuthRepo
+        const state = stateRow()
+        yield* repo.insertState(state)
+        assert.strictEqual(yield* racers(8, Effect.map(repo.consumeState(state.id, at(1)), Option.isSome)), 1)
+      }))
+
+    it.effect("links a provider account once; a second link is a UniqueViolation on oauth_identities_pkey", () =>
+      Effect.gen(function*() {
+        const repo = yield* OAuthRepo
+        const users = yield* UsersRepo
+        const user = userRow()
+        const other = userRow()
+        yield* users.insert(user)
+        yield* users.insert(other)
+        const identity = { provider: "acme", subject: unique("sub"), userId: user.id, email: user.email, createdAt: at(0) }
+        yield* repo.linkIdentity(identity)
+        assert.deepStrictEqual(yield* repo.findIdentity("acme", identity.subject), Option.some(identity))
+        assert.isTrue(Option.isNone(yield* repo.findIdentity("other", identity.subject)))
+        const error = yield* Effect.flip(repo.linkIdentity({ ...identity, userId: other.id }))
+        assert.instanceOf(error, UniqueViolation)
+        assert.strictEqual(error.constraint, "oauth_identities_pkey")
+        yield* repo.linkIdentity({ ...identity, provider: "other" })
+      }))
+  }
+)

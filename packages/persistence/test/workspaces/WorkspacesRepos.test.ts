@@ -1,0 +1,309 @@
+import type { Role } from "@cp/domain/access"
+import { IdPrefix, MemberId, OrgId, ProjectId, UserId, WorkspaceRef } from "@cp/domain/ids"
+import { assert } from "@effect/vitest"
+import { Data, Effect, Layer, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { UniqueViolation } from "../../src/errors.ts"
+import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
+import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
+import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
+import { Transactor } from "../../src/Transactor.ts"
+import type { MemberRow, OrganizationRow, RoleBindingRow, ScopeKind } from "../../src/workspaces/rows.ts"
+import { describeContract } from "../harness.ts"
+
+const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
+const at = (minutes: number) => new Date(t0 + minutes * 60_000)
+
+/** A valid prefixed id: 26 upper-case hex digits are a ULID-shaped body. */
+const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
+  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
+
+/** A slug no other test uses. */
+const freshSlug = () => `ws-${randomUUID()}`
+
+const rootRow = (minutes: number, overrides: Partial<OrganizationRow> = {}): OrganizationRow => {
+  const publicId = newId(WorkspaceRef, IdPrefix.workspace)
+  return {
+    id: newId(OrgId, IdPrefix.org),
+    publicId,
+    name: "Personal",
+    slug: freshSlug(),
+    kind: "account",
+    accountId: publicId,
+    isAccountRoot: true,
+    createdAt: at(minutes),
+    updatedAt: at(minutes),
+    ...overrides
+  }
+}
+
+const childRow = (root: OrganizationRow, minutes: number): OrganizationRow => ({
+  ...rootRow(minutes),
+  name: "Child",
+  kind: "workspace",
+  accountId: root.publicId,
+  isAccountRoot: false
+})
+
+const bindingRow = (
+  org: OrganizationRow,
+  subjectId: string,
+  role: Role,
+  overrides: Partial<RoleBindingRow> = {}
+): RoleBindingRow => ({
+  id: randomUUID(),
+  orgId: org.id,
+  subjectType: "user",
+  subjectId,
+  role,
+  scopeKind: "organization",
+  scopeRef: null,
+  createdAt: at(0),
+  ...overrides
+})
+
+const memberRow = (org: OrganizationRow, subjectId: string, minutes: number): MemberRow => ({
+  id: newId(MemberId, IdPrefix.member),
+  orgId: org.id,
+  subjectType: "user",
+  subjectId,
+  status: "active",
+  joinedAt: at(minutes)
+})
+
+const newUserId = () => newId(UserId, IdPrefix.user)
+
+/** The three repositories read each other's tables, so every suite runs them together. */
+const repositories = {
+  memory: Layer.mergeAll(OrganizationsRepo.memory, MembersRepo.memory, RoleBindingsRepo.memory),
+  sql: Layer.mergeAll(OrganizationsRepo.sql, MembersRepo.sql, RoleBindingsRepo.sql)
+}
+
+const insertOrgs = Effect.fnUntraced(function*(rows: ReadonlyArray<OrganizationRow>) {
+  const repo = yield* OrganizationsRepo
+  yield* Effect.forEach(rows, repo.insert, { discard: true })
+})
+
+const insertBindings = Effect.fnUntraced(function*(rows: ReadonlyArray<RoleBindingRow>) {
+  const repo = yield* RoleBindingsRepo
+  yield* Effect.forEach(rows, repo.insert, { discard: true })
+})
+
+describeContract("OrganizationsRepo", repositories, (it) => {
+  it.effect("finds a workspace by id, public id and slug", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const root = rootRow(0)
+      yield* repo.insert(root)
+      assert.deepStrictEqual(yield* repo.findById(root.id), Option.some(root))
+      assert.deepStrictEqual(yield* repo.findByPublicId(root.publicId), Option.some(root))
+      assert.deepStrictEqual(yield* repo.findBySlug(root.slug), Option.some(root))
+      assert.isTrue(Option.isNone(yield* repo.findBySlug(freshSlug())))
+    }))
+
+  it.effect("a taken slug is a UniqueViolation on organizations_slug_key", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const root = rootRow(0)
+      yield* repo.insert(root)
+      const error = yield* Effect.flip(repo.insert(rootRow(1, { slug: root.slug })))
+      assert.instanceOf(error, UniqueViolation)
+      assert.strictEqual(error.constraint, "organizations_slug_key")
+    }))
+
+  it.effect("slugsStartingWith lists the base and its numeric suffixes only", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const base = freshSlug()
+      const slugs = [base, `${base}-2`, `${base}-10`, `${base}-x`, `${base}2`, `${base}-2-3`, `${base}-`]
+      yield* insertOrgs(slugs.map((slug, i) => rootRow(i, { slug })))
+      const family = yield* repo.slugsStartingWith(base)
+      assert.deepStrictEqual([...family].sort(), [base, `${base}-10`, `${base}-2`])
+      assert.deepStrictEqual([...yield* repo.slugsStartingWith(`${base}-2`)].sort(), [`${base}-2`, `${base}-2-3`])
+      assert.deepStrictEqual(yield* repo.slugsStartingWith(freshSlug()), [])
+    }))
+
+  it.effect("listChildren lists an account's child workspaces newest first, without the root", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const root = rootRow(0)
+      const [first, second, third] = [childRow(root, 1), childRow(root, 2), childRow(root, 2)]
+      const otherRoot = rootRow(0)
+      yield* insertOrgs([root, first, second, third, otherRoot, childRow(otherRoot, 3)])
+      const tied = [second, third].sort((a, b) => (a.id < b.id ? 1 : -1))
+      assert.deepStrictEqual(yield* repo.listChildren(root.publicId), [...tied, first])
+      assert.deepStrictEqual(yield* repo.listChildren(first.publicId), [])
+    }))
+
+  it.effect("findEarliestOwnedAccountRoot picks the earliest root the user owns, ignoring shared ones", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const user = newUserId()
+      const someoneElse = newUserId()
+      const sharedRoot = rootRow(0)
+      const ownedChild = childRow(sharedRoot, 1)
+      const sharedAsViewer = rootRow(2)
+      const earliestOwned = rootRow(3)
+      const laterOwned = rootRow(5)
+      yield* insertOrgs([sharedRoot, ownedChild, sharedAsViewer, laterOwned, earliestOwned])
+      yield* insertBindings([
+        bindingRow(sharedRoot, someoneElse, "owner"),
+        bindingRow(sharedRoot, user, "admin"),
+        bindingRow(ownedChild, user, "owner"),
+        bindingRow(sharedAsViewer, someoneElse, "owner"),
+        bindingRow(sharedAsViewer, user, "viewer"),
+        bindingRow(laterOwned, user, "owner"),
+        bindingRow(earliestOwned, user, "owner")
+      ])
+      assert.deepStrictEqual(yield* repo.findEarliestOwnedAccountRoot(user), Option.some(earliestOwned))
+      assert.deepStrictEqual(yield* repo.findEarliestOwnedAccountRoot(someoneElse), Option.some(sharedRoot))
+      assert.isTrue(Option.isNone(yield* repo.findEarliestOwnedAccountRoot(newUserId())))
+    }))
+
+  it.effect("resolveForSubject resolves all three spellings with the subject's bindings on the workspace and its root", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const user = newUserId()
+      const root = rootRow(0)
+      const child = childRow(root, 1)
+      const unrelated = rootRow(2)
+      yield* insertOrgs([root, child, unrelated])
+      const onChild = bindingRow(child, user, "builder", { createdAt: at(3) })
+      const onRoot = bindingRow(root, user, "admin", { createdAt: at(1) })
+      const projectOnRoot = bindingRow(root, user, "project_viewer", {
+        scopeKind: "project",
+        scopeRef: newId(ProjectId, IdPrefix.project),
+        createdAt: at(2)
+      })
+      yield* insertBindings([
+        onChild,
+        onRoot,
+        projectOnRoot,
+        bindingRow(child, newUserId(), "owner"),
+        bindingRow(child, user, "viewer", { subjectType: "service_principal" }),
+        bindingRow(unrelated, user, "owner")
+      ])
+      for (const ref of [child.id, child.publicId, child.slug]) {
+        const resolved = yield* repo.resolveForSubject({ ref, subjectType: "user", subjectId: user })
+        assert.deepStrictEqual(resolved, Option.some({ organization: child, bindings: [onRoot, projectOnRoot, onChild] }))
+      }
+      assert.deepStrictEqual(
+        yield* repo.resolveForSubject({ ref: root.slug, subjectType: "user", subjectId: user }),
+        Option.some({ organization: root, bindings: [onRoot, projectOnRoot] })
+      )
+      assert.deepStrictEqual(
+        yield* repo.resolveForSubject({ ref: child.publicId, subjectType: "user", subjectId: newUserId() }),
+        Option.some({ organization: child, bindings: [] })
+      )
+      for (const ref of [newId(OrgId, IdPrefix.org), newId(WorkspaceRef, IdPrefix.workspace), freshSlug()]) {
+        assert.isTrue(Option.isNone(yield* repo.resolveForSubject({ ref, subjectType: "user", subjectId: user })))
+      }
+    }))
+})
+
+class Abort extends Data.TaggedError("Abort")<{}> {}
+
+describeContract("MembersRepo", repositories, (it) => {
+  it.effect("a failed transaction leaves neither the workspace nor its membership and binding behind", () =>
+    Effect.gen(function*() {
+      const { withTransaction } = yield* Transactor
+      const members = yield* MembersRepo
+      const user = newUserId()
+      const root = rootRow(0)
+      const error = yield* Effect.flip(withTransaction(Effect.gen(function*() {
+        yield* insertOrgs([root])
+        yield* members.insert(memberRow(root, user, 0))
+        yield* insertBindings([bindingRow(root, user, "owner")])
+        return yield* new Abort()
+      })))
+      assert.instanceOf(error, Abort)
+      assert.isTrue(Option.isNone(yield* (yield* OrganizationsRepo).findById(root.id)))
+      assert.deepStrictEqual(yield* members.listOrgsForSubject("user", user), [])
+      assert.deepStrictEqual(yield* (yield* RoleBindingsRepo).listForSubject(root.id, "user", user), [])
+    }))
+
+  it.effect("a subject joins a workspace once; a second time is a UniqueViolation on members_org_subject_key", () =>
+    Effect.gen(function*() {
+      const repo = yield* MembersRepo
+      const root = rootRow(0)
+      yield* insertOrgs([root])
+      const user = newUserId()
+      const member = memberRow(root, user, 1)
+      yield* repo.insert(member)
+      assert.deepStrictEqual(yield* repo.find(root.id, "user", user), Option.some(member))
+      assert.isTrue(Option.isNone(yield* repo.find(root.id, "service_principal", user)))
+      const error = yield* Effect.flip(repo.insert(memberRow(root, user, 2)))
+      assert.instanceOf(error, UniqueViolation)
+      assert.strictEqual(error.constraint, "members_org_subject_key")
+    }))
+
+  it.effect("listByOrg lists a workspace's members newest first", () =>
+    Effect.gen(function*() {
+      const repo = yield* MembersRepo
+      const root = rootRow(0)
+      yield* insertOrgs([root])
+      const members = [memberRow(root, newUserId(), 1), memberRow(root, newUserId(), 3), memberRow(root, newUserId(), 2)]
+      yield* Effect.forEach(members, repo.insert)
+      const byJoinedDesc = [...members].sort((a, b) => b.joinedAt.getTime() - a.joinedAt.getTime())
+      assert.deepStrictEqual(yield* repo.listByOrg(root.id), byJoinedDesc)
+    }))
+
+  it.effect("listOrgsForSubject lists the subject's workspaces newest first", () =>
+    Effect.gen(function*() {
+      const repo = yield* MembersRepo
+      const user = newUserId()
+      const [older, newer, notMine] = [rootRow(1), rootRow(2), rootRow(3)]
+      const child = childRow(older, 4)
+      yield* insertOrgs([older, newer, notMine, child])
+      yield* Effect.forEach(
+        [memberRow(newer, user, 5), memberRow(older, user, 6), memberRow(child, user, 7), memberRow(notMine, newUserId(), 8)],
+        repo.insert
+      )
+      assert.deepStrictEqual(yield* repo.listOrgsForSubject("user", user), [child, newer, older])
+      assert.deepStrictEqual(yield* repo.listOrgsForSubject("service_principal", user), [])
+    }))
+})
+
+describeContract("RoleBindingsRepo", repositories, (it) => {
+  it.effect("the same role on the same scope twice is a UniqueViolation on role_bindings_grant_key", () =>
+    Effect.gen(function*() {
+      const repo = yield* RoleBindingsRepo
+      const root = rootRow(0)
+      yield* insertOrgs([root])
+      const user = newUserId()
+      const project = (scopeRef: string, scopeKind: ScopeKind = "project") => ({ scopeKind, scopeRef })
+      const [projectA, projectB] = [newId(ProjectId, IdPrefix.project), newId(ProjectId, IdPrefix.project)]
+      yield* insertBindings([
+        bindingRow(root, user, "admin"),
+        bindingRow(root, user, "project_admin", project(projectA)),
+        bindingRow(root, user, "project_admin", project(projectB))
+      ])
+      for (const duplicate of [bindingRow(root, user, "admin"), bindingRow(root, user, "project_admin", project(projectA))]) {
+        const error = yield* Effect.flip(repo.insert(duplicate))
+        assert.instanceOf(error, UniqueViolation)
+        assert.strictEqual(error.constraint, "role_bindings_grant_key")
+      }
+    }))
+
+  it.effect("lists a subject's bindings on one workspace, or on several in one call, in grant order", () =>
+    Effect.gen(function*() {
+      const repo = yield* RoleBindingsRepo
+      const root = rootRow(0)
+      const child = childRow(root, 1)
+      yield* insertOrgs([root, child])
+      const user = newUserId()
+      const onChild = bindingRow(child, user, "viewer", { createdAt: at(2) })
+      const onRoot = bindingRow(root, user, "owner", { createdAt: at(1) })
+      const accountWide = bindingRow(root, user, "billing_admin", { scopeKind: "account", createdAt: at(3) })
+      yield* insertBindings([onChild, onRoot, accountWide, bindingRow(child, newUserId(), "owner")])
+      assert.deepStrictEqual(yield* repo.listForSubject(child.id, "user", user), [onChild])
+      assert.deepStrictEqual(yield* repo.listForSubject(root.id, "user", user), [onRoot, accountWide])
+      assert.deepStrictEqual(yield* repo.listForSubjectInOrgs([child.id, root.id], "user", user), [
+        onRoot,
+        onChild,
+        accountWide
+      ])
+      assert.deepStrictEqual(yield* repo.listForSubjectInOrgs([], "user", user), [])
+      assert.deepStrictEqual(yield* repo.listForSubject(child.id, "service_principal", user), [])
+    }))
+})
