@@ -1,0 +1,317 @@
+/** Identity: email-code sign-in, sessions, the profile and the security-event log (spec: Identity). */
+import {
+  type Actor,
+  type ChallengeId,
+  type LoginChallenge,
+  type LoginResult,
+  NotFound,
+  type Paged,
+  PreconditionFailed,
+  type RateLimited,
+  type SecurityEvent,
+  type Session,
+  type User,
+  type ValidationFailed,
+  validationFailed,
+  wireError
+} from "@cp/domain"
+import {
+  ChallengesRepo,
+  OrganizationsRepo,
+  SecurityEventsRepo,
+  SessionsRepo,
+  Transactor,
+  type UserRow,
+  UsersRepo
+} from "@cp/persistence"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { hmacSha256Hex, maskEmail, randomDigits, safeEqual } from "../platform/crypto.ts"
+import { mint } from "../platform/ids.ts"
+import { ServerKeys } from "../platform/keys.ts"
+import { Mailer } from "../platform/mailer.ts"
+import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { authFamily, RateLimiter } from "../platform/rateLimit.ts"
+import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
+import { WorkspacesService } from "../workspaces/service.ts"
+import { SecurityLog } from "./securityLog.ts"
+import { mintSessionToken } from "./tokens.ts"
+
+export const CHALLENGE_TTL_MS = 10 * 60 * 1000
+export const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000
+export const MAX_FAILED_CODES = 5
+
+/** Addresses compare trimmed and lower-cased (contract §4). */
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase()
+
+const toUser = (row: UserRow): User => ({
+  id: row.id,
+  email: row.email,
+  displayName: row.displayName,
+  lastOrgSlug: row.lastOrgSlug
+})
+
+type UserActor = Extract<Actor, { readonly kind: "user" }>
+
+export class IdentityService extends Context.Service<IdentityService, {
+  readonly loginStart: (email: string) => Effect.Effect<LoginChallenge, RateLimited>
+  readonly loginComplete: (
+    challengeId: ChallengeId,
+    code: string
+  ) => Effect.Effect<LoginResult, NotFound | PreconditionFailed | RateLimited>
+  /** Signs in the owner of a verified email (creating the user and a first workspace if new). */
+  readonly signInVerifiedEmail: (email: string, via: string) => Effect.Effect<LoginResult>
+  readonly session: (actor: UserActor) => Effect.Effect<{ readonly session: Session; readonly user: User }>
+  readonly logout: (actor: UserActor) => Effect.Effect<{ readonly success: true }>
+  readonly profile: (actor: UserActor) => Effect.Effect<{ readonly user: User }>
+  readonly updateProfile: (
+    actor: UserActor,
+    patch: { readonly displayName?: string | null; readonly lastOrgSlug?: string }
+  ) => Effect.Effect<{ readonly user: User }, ValidationFailed>
+  readonly securityEvents: (
+    actor: UserActor,
+    page: { readonly limit?: number; readonly cursor?: string }
+  ) => Effect.Effect<Paged<{ readonly securityEvents: ReadonlyArray<SecurityEvent> }>, ValidationFailed>
+}>()("@cp/server/IdentityService") {
+  static readonly layer = Layer.effect(
+    IdentityService,
+    Effect.gen(function*() {
+      const users = yield* UsersRepo
+      const challenges = yield* ChallengesRepo
+      const sessions = yield* SessionsRepo
+      const securityEvents = yield* SecurityEventsRepo
+      const tx = yield* Transactor
+      const keys = yield* ServerKeys
+      const mailer = yield* Mailer
+      const limiter = yield* RateLimiter
+      const workspaces = yield* WorkspacesService
+      const resolver = yield* WorkspaceResolver
+      const orgs = yield* OrganizationsRepo
+      const cursors = yield* Cursors
+      const securityLog = yield* SecurityLog
+
+      const codeHash = (challengeId: string, code: string) => hmacSha256Hex(keys.signingKey, `login:${challengeId}:${code}`)
+
+      /** Auth-family limits: per email, and per the workspace the user last used (when the user exists). */
+      const consumeAuthLimit = Effect.fnUntraced(function*(email: string) {
+        const user = yield* users.findByEmail(email)
+        const lastOrg = Option.flatMapNullishOr(user, (row) => row.lastOrgSlug)
+        const org = Option.isSome(lastOrg) ? yield* orgs.findBySlug(lastOrg.value) : Option.none()
+        yield* limiter.consume(authFamily, email, Option.getOrUndefined(Option.map(org, (row) => row.id)))
+        return user
+      })
+
+      const userOf = (actor: UserActor) => Effect.flatMap(users.findById(actor.userId), Option.match({
+        onNone: () => Effect.die(new Error(`session ${actor.sessionId} names a missing user`)),
+        onSome: Effect.succeed
+      }))
+
+      /** Finds or creates the user for a verified email and opens a session (one transaction). */
+      const openSession = Effect.fnUntraced(function*(email: string, via: string) {
+        const now = yield* Clock.currentTimeMillis
+        const result = yield* tx.withTransaction(Effect.gen(function*() {
+          const existing = yield* users.findByEmail(email)
+          const user = Option.isSome(existing) ? existing.value : yield* createUser(email, now)
+          const sessionId = mint.session(now)
+          const { token, secretHash } = mintSessionToken(sessionId)
+          const expiresAt = new Date(now + SESSION_TTL_MS)
+          yield* sessions.insert({
+            id: sessionId,
+            userId: user.id,
+            secretHash,
+            expiresAt,
+            revokedAt: null,
+            createdAt: new Date(now)
+          }).pipe(Effect.orDie)
+          yield* securityLog.record({ email, userId: user.id, eventType: "login.succeeded", outcome: "success", metadata: { via } })
+          yield* securityLog.record({ email, userId: user.id, eventType: "session.created", outcome: "success", metadata: { sessionId } })
+          return { user, token, expiresAt }
+        }))
+        return {
+          token: result.token,
+          tokenType: "bearer" as const,
+          expiresAt: result.expiresAt,
+          user: { id: result.user.id, email: result.user.email, displayName: result.user.displayName }
+        }
+      })
+
+      /** First sign-in: the user, its `Personal` workspace, and the events recorded for the email before. */
+      const createUser = Effect.fnUntraced(function*(email: string, now: number) {
+        const id = mint.user(now)
+        const row: UserRow = {
+          id,
+          email,
+          displayName: null,
+          lastOrgSlug: null,
+          emailVerified: true,
+          createdAt: new Date(now),
+          updatedAt: new Date(now)
+        }
+        yield* users.insert(row).pipe(Effect.orDie)
+        const { organization } = yield* workspaces.createPersonal(id, email.slice(0, email.lastIndexOf("@")))
+        yield* securityEvents.attachToEmail(email, id)
+        return yield* users.update(id, { lastOrgSlug: organization.slug }, new Date(now))
+      })
+
+      return IdentityService.of({
+        loginStart: Effect.fn("Identity.loginStart")(function*(rawEmail) {
+          const email = normalizeEmail(rawEmail)
+          const user = yield* consumeAuthLimit(email)
+          const now = yield* Clock.currentTimeMillis
+          const challengeId = mint.challenge(now)
+          const code = randomDigits(6)
+          const expiresAt = new Date(now + CHALLENGE_TTL_MS)
+          yield* tx.withTransaction(Effect.gen(function*() {
+            yield* challenges.insert({
+              id: challengeId,
+              email,
+              codeHash: codeHash(challengeId, code),
+              expiresAt,
+              failedAttempts: 0,
+              consumedAt: null,
+              createdAt: new Date(now)
+            }).pipe(Effect.orDie)
+            yield* securityLog.record({
+              email,
+              userId: Option.match(user, { onNone: () => null, onSome: (row) => row.id }),
+              eventType: "login.challenge.created",
+              outcome: "success",
+              metadata: { challengeId }
+            })
+          }))
+          yield* mailer.send({
+            to: email,
+            template: "login_code",
+            subject: `Your sign-in code is ${code}`,
+            text: `Your sign-in code is ${code}. It expires in 10 minutes. If you did not ask for it, ignore this message.`,
+            data: { code, challengeId }
+          })
+          return { challengeId, expiresAt, delivery: { mode: "email" as const, emailHint: maskEmail(email) } }
+        }),
+
+        loginComplete: Effect.fn("Identity.loginComplete")(function*(challengeId, code) {
+          const found = yield* challenges.findById(challengeId)
+          if (Option.isNone(found)) return yield* wireError(NotFound, "Unknown challenge or wrong code")
+          const challenge = found.value
+          const user = yield* consumeAuthLimit(challenge.email)
+          const userId = Option.match(user, { onNone: () => null, onSome: (row) => row.id })
+          const now = yield* Clock.currentTimeMillis
+          const spent = challenge.consumedAt !== null || challenge.failedAttempts >= MAX_FAILED_CODES
+          if (spent || challenge.expiresAt.getTime() <= now) {
+            yield* securityLog.record({
+              email: challenge.email,
+              userId,
+              eventType: "login.failed",
+              outcome: "failure",
+              metadata: { challengeId, reason: spent ? "challenge_spent" : "challenge_expired" }
+            })
+            return yield* wireError(PreconditionFailed, "This sign-in challenge has expired or was already used", {
+              reason: spent ? "challenge_spent" : "challenge_expired"
+            })
+          }
+          if (!safeEqual(codeHash(challengeId, code), challenge.codeHash)) {
+            const failures = yield* challenges.recordFailure(challengeId)
+            yield* securityLog.record({
+              email: challenge.email,
+              userId,
+              eventType: "login.failed",
+              outcome: "failure",
+              metadata: { challengeId, reason: "wrong_code", attemptsLeft: Math.max(0, MAX_FAILED_CODES - failures) }
+            })
+            return yield* wireError(NotFound, "Unknown challenge or wrong code")
+          }
+          if (!(yield* challenges.consume(challengeId, new Date(now)))) {
+            return yield* wireError(PreconditionFailed, "This sign-in challenge was already used", {
+              reason: "challenge_spent"
+            })
+          }
+          return yield* openSession(challenge.email, "email_code")
+        }),
+
+        signInVerifiedEmail: (email, via) => openSession(normalizeEmail(email), via),
+
+        session: Effect.fn("Identity.session")(function*(actor) {
+          const session = yield* sessions.findById(actor.sessionId)
+          if (Option.isNone(session)) return yield* Effect.die(new Error("authenticated session vanished"))
+          const user = yield* userOf(actor)
+          return {
+            session: { id: session.value.id, expiresAt: session.value.expiresAt, createdAt: session.value.createdAt },
+            user: toUser(user)
+          }
+        }),
+
+        logout: Effect.fn("Identity.logout")(function*(actor) {
+          const now = yield* Clock.currentTimeMillis
+          const user = yield* userOf(actor)
+          yield* tx.withTransaction(Effect.gen(function*() {
+            yield* sessions.revoke(actor.sessionId, new Date(now))
+            yield* securityLog.record({
+              email: user.email,
+              userId: user.id,
+              eventType: "session.revoked",
+              outcome: "success",
+              metadata: { sessionId: actor.sessionId }
+            })
+          }))
+          return { success: true as const }
+        }),
+
+        profile: (actor) => Effect.map(userOf(actor), (user) => ({ user: toUser(user) })),
+
+        updateProfile: Effect.fn("Identity.updateProfile")(function*(actor, patch) {
+          if (patch.lastOrgSlug !== undefined) {
+            const visible = yield* resolver.resolve(patch.lastOrgSlug, actor)
+            if (Option.isNone(visible) || visible.value.organization.slug !== patch.lastOrgSlug) {
+              return yield* validationFailed({ lastOrgSlug: ["must be the slug of a workspace you belong to"] })
+            }
+          }
+          const now = yield* Clock.currentTimeMillis
+          const before = yield* userOf(actor)
+          const displayName = patch.displayName === undefined ? undefined : patch.displayName?.trim() || null
+          const updated = yield* tx.withTransaction(Effect.gen(function*() {
+            const row = yield* users.update(actor.userId, {
+              ...(displayName === undefined ? {} : { displayName }),
+              ...(patch.lastOrgSlug === undefined ? {} : { lastOrgSlug: patch.lastOrgSlug })
+            }, new Date(now))
+            if (displayName !== undefined && displayName !== before.displayName) {
+              yield* securityLog.record({
+                email: row.email,
+                userId: row.id,
+                eventType: "user.profile.updated",
+                outcome: "success",
+                metadata: { fields: ["displayName"] }
+              })
+            }
+            return row
+          }))
+          return { user: toUser(updated) }
+        }),
+
+        securityEvents: Effect.fn("Identity.securityEvents")(function*(actor, page) {
+          const binding = { endpoint: "auth.securityEvents", scope: actor.userId }
+          const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
+          const limit = page.limit ?? DEFAULT_PAGE_SIZE
+          const rows = yield* securityEvents.listForUser({
+            userId: actor.userId,
+            limit: limit + 1,
+            ...(after === undefined ? {} : { after: { occurredAt: new Date(after.at), id: after.id } })
+          })
+          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.occurredAt, row.id))
+          return {
+            data: {
+              securityEvents: items.map((row) => ({
+                eventType: row.eventType,
+                outcome: row.outcome,
+                occurredAt: row.occurredAt,
+                requestId: row.requestId,
+                ip: row.ip,
+                userAgent: row.userAgent,
+                metadata: row.metadata
+              }))
+            },
+            cursor: next === undefined ? null : cursors.encode(binding, next)
+          }
+        })
+      })
+    })
+  )
+}

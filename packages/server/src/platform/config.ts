@@ -1,0 +1,113 @@
+/** Everything the server reads from its environment, parsed once at start-up (contract §1 and §3). */
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+
+export const AppEnv = Schema.Literals(["development", "test", "production"])
+export type AppEnv = typeof AppEnv.Type
+
+/** One generic OAuth2/OIDC sign-in provider, configured by `OAUTH_<NAME>_*`. */
+export interface OAuthProviderConfig {
+  readonly id: string
+  readonly name: string
+  readonly clientId: string
+  readonly clientSecret: Redacted.Redacted
+  readonly authorizeUrl: string
+  readonly tokenUrl: string
+  readonly userinfoUrl: string
+}
+
+export interface AppConfigShape {
+  readonly env: AppEnv
+  readonly host: string
+  readonly port: number
+  readonly publicBaseUrl: string
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  readonly dataDir: string
+  readonly smtpUrl: Option.Option<Redacted.Redacted>
+  readonly mailFrom: string
+  readonly secretsKek: Option.Option<Redacted.Redacted>
+  readonly tokenSigningKey: Option.Option<Redacted.Redacted>
+  readonly oauthProviders: ReadonlyArray<OAuthProviderConfig>
+  readonly otlpEndpoint: Option.Option<string>
+}
+
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
+  message: Schema.String
+}) {}
+
+type Env = Readonly<Record<string, string | undefined>>
+
+const nonEmpty = (env: Env, name: string): Option.Option<string> => {
+  const value = env[name]?.trim()
+  return value === undefined || value === "" ? Option.none() : Option.some(value)
+}
+
+const OAUTH_CLIENT_ID = /^OAUTH_([A-Z0-9_]+)_CLIENT_ID$/
+
+const oauthProviders = (env: Env): ReadonlyArray<OAuthProviderConfig> =>
+  Object.keys(env).flatMap((key) => {
+    const name = OAUTH_CLIENT_ID.exec(key)?.[1]
+    if (name === undefined) return []
+    const read = (suffix: string) => nonEmpty(env, `OAUTH_${name}_${suffix}`)
+    const parts = Option.all({
+      clientId: read("CLIENT_ID"),
+      clientSecret: read("CLIENT_SECRET"),
+      authorizeUrl: read("AUTHORIZE_URL"),
+      tokenUrl: read("TOKEN_URL"),
+      userinfoUrl: read("USERINFO_URL")
+    })
+    if (Option.isNone(parts)) return []
+    const id = name.toLowerCase()
+    return [{
+      id,
+      name: id.charAt(0).toUpperCase() + id.slice(1),
+      ...parts.value,
+      clientSecret: Redacted.make(parts.value.clientSecret)
+    }]
+  }).sort((a, b) => a.id.localeCompare(b.id))
+
+/** Parses an environment; `production` requires its keys (contract §3). */
+export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError> =>
+  Effect.gen(function*() {
+    const appEnv = yield* Schema.decodeUnknownEffect(AppEnv)(env.APP_ENV ?? "production").pipe(
+      Effect.mapError(() => new ConfigError({ message: `APP_ENV must be development, test or production` }))
+    )
+    const host = nonEmpty(env, "HOST").pipe(Option.getOrElse(() => "127.0.0.1"))
+    const port = Number(nonEmpty(env, "PORT").pipe(Option.getOrElse(() => "8080")))
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      return yield* new ConfigError({ message: "PORT must be an integer from 0 to 65535" })
+    }
+    const secretsKek = Option.map(nonEmpty(env, "SECRETS_KEK"), Redacted.make)
+    const tokenSigningKey = Option.map(nonEmpty(env, "TOKEN_SIGNING_KEY"), Redacted.make)
+    if (appEnv === "production") {
+      const missing = [
+        Option.isNone(secretsKek) ? "SECRETS_KEK" : undefined,
+        Option.isNone(tokenSigningKey) ? "TOKEN_SIGNING_KEY" : undefined
+      ].filter((name) => name !== undefined)
+      if (missing.length > 0) {
+        return yield* new ConfigError({ message: `production mode requires ${missing.join(" and ")} to be set` })
+      }
+    }
+    return {
+      env: appEnv,
+      host,
+      port,
+      publicBaseUrl: nonEmpty(env, "PUBLIC_BASE_URL").pipe(
+        Option.map((url) => url.replace(/\/+$/, "")),
+        Option.getOrElse(() => `http://${host.includes(":") ? `[${host}]` : host}:${port}`)
+      ),
+      databaseUrl: Option.map(nonEmpty(env, "DATABASE_URL"), Redacted.make),
+      dataDir: nonEmpty(env, "DATA_DIR").pipe(Option.getOrElse(() => "./.data")),
+      smtpUrl: Option.map(nonEmpty(env, "SMTP_URL"), Redacted.make),
+      mailFrom: nonEmpty(env, "MAIL_FROM").pipe(Option.getOrElse(() => "Control Plane <no-reply@localhost>")),
+      secretsKek,
+      tokenSigningKey,
+      oauthProviders: oauthProviders(env),
+      otlpEndpoint: nonEmpty(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+    }
+  })
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("@cp/server/AppConfig") {
+  static readonly layerFromEnv = (env: Env) => Layer.effect(AppConfig, parseConfig(env))
+  /** Development and test keep mail in the outbox and reveal local-debug tokens; production never does. */
+  static readonly isLocal = (config: AppConfigShape) => config.env !== "production"
+}

@@ -1,0 +1,138 @@
+/**
+ * The workspace event log and its audit write path. Services call `EventLog.record` inside the same
+ * transaction as the mutation it describes; the audit entry is derived from the event right there, so
+ * neither can exist without the other.
+ */
+import { type Actor, CurrentRequestId, type EnvironmentId, type OrgId, type ProjectId } from "@cp/domain"
+import { EventLogRepo, type JsonObject } from "@cp/persistence"
+import type { Schema } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
+import { mint } from "./ids.ts"
+
+export interface EventSubject {
+  readonly kind: string
+  readonly id: string
+  readonly name: string | null
+}
+
+/** Who caused an event, as the log and audit record it. */
+export interface EventActor {
+  readonly actorType: "user" | "service_principal" | "workflow" | "system"
+  readonly actorId: string
+}
+
+export const systemActor: EventActor = { actorType: "system", actorId: "system" }
+
+/** The event-log view of an authenticated actor. */
+export const eventActorOf = (actor: Actor): EventActor => {
+  switch (actor.kind) {
+    case "user":
+      return { actorType: "user", actorId: actor.userId }
+    case "service_principal":
+      return { actorType: "service_principal", actorId: actor.principalId }
+    case "workflow":
+      return { actorType: "workflow", actorId: actor.subject }
+  }
+}
+
+export interface NewEvent {
+  readonly orgId: OrgId
+  readonly type: string
+  readonly actor: EventActor
+  readonly subject: EventSubject
+  readonly data: JsonObject
+  readonly projectId?: ProjectId | null
+  readonly environmentId?: EnvironmentId | null
+  readonly description: string
+}
+
+/** Keys whose values never leave the process: codes, tokens, secrets, key material and their hashes. */
+const SENSITIVE_KEY = /secret|token|password|passcode|^code$|hash|api_?key|private|credential|value$/i
+
+/** A copy of `data` with every sensitive field replaced by `[REDACTED]`, at any depth. */
+export const redact = (data: JsonObject): JsonObject =>
+  Object.fromEntries(
+    Object.entries(data).map(([key, value]) => [key, SENSITIVE_KEY.test(key) ? "[REDACTED]" : redactValue(value)])
+  )
+
+const isJsonArray = (value: Schema.Json): value is ReadonlyArray<Schema.Json> => Array.isArray(value)
+
+const redactValue = (value: Schema.Json): Schema.Json => {
+  if (value === null || typeof value !== "object") return value
+  return isJsonArray(value) ? value.map(redactValue) : redact(value)
+}
+
+const CATEGORY_BY_PREFIX: ReadonlyArray<readonly [prefix: string, category: string]> = [
+  ["organization.", "organization"],
+  ["membership.", "membership"],
+  ["invite.", "membership"],
+  ["team.", "teams"],
+  ["api_key.", "api_keys"],
+  ["project.", "projects"],
+  ["environment.", "projects"],
+  ["settings.", "configuration"],
+  ["feature.", "configuration"],
+  ["secrets.", "configuration"],
+  ["subscription.", "billing"],
+  ["invoice.", "billing"],
+  ["payment.", "billing"],
+  ["entitlements.", "billing"],
+  ["webhook", "webhooks"],
+  ["scm.", "integrations"],
+  ["integration.", "integrations"],
+  ["state.", "runstate"]
+]
+
+/** Audit names that differ from the event-log type (spec: `member.role_changed`). */
+const AUDIT_EVENT_TYPE: Readonly<Record<string, string>> = {
+  "membership.updated": "member.role_changed"
+}
+
+export const auditCategoryOf = (type: string): string =>
+  CATEGORY_BY_PREFIX.find(([prefix]) => type.startsWith(prefix))?.[1] ?? type.split(".")[0] ?? "other"
+
+export class EventLog extends Context.Service<EventLog, {
+  /** Appends the event and its audit entry; call inside the mutation's transaction. */
+  readonly record: (event: NewEvent) => Effect.Effect<void>
+}>()("@cp/server/EventLog") {
+  static readonly layer = Layer.effect(
+    EventLog,
+    Effect.gen(function*() {
+      const repo = yield* EventLogRepo
+      return EventLog.of({
+        record: Effect.fn("EventLog.record")(function*(event: NewEvent) {
+          const now = yield* Clock.currentTimeMillis
+          const requestId = yield* CurrentRequestId
+          const occurredAt = new Date(now)
+          const id = mint.eventId(now)
+          const data = redact(event.data)
+          const common = {
+            orgId: event.orgId,
+            ...event.actor,
+            subjectKind: event.subject.kind,
+            subjectId: event.subject.id,
+            subjectName: event.subject.name,
+            projectId: event.projectId ?? null,
+            environmentId: event.environmentId ?? null,
+            occurredAt,
+            requestId,
+            correlationId: requestId
+          }
+          yield* repo.append({
+            event: { id, type: event.type, data, traceContext: null, ...common },
+            audit: {
+              id: mint.auditEntryId(now),
+              eventId: id,
+              eventType: AUDIT_EVENT_TYPE[event.type] ?? event.type,
+              source: "api",
+              category: auditCategoryOf(event.type),
+              description: event.description,
+              payload: data,
+              ...common
+            }
+          }).pipe(Effect.orDie)
+        })
+      })
+    })
+  )
+}

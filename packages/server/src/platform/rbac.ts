@@ -1,0 +1,46 @@
+/** The RBAC core: grants (role bindings with provenance) decide permissions; deny by default. */
+import {
+  type Permission,
+  type PermissionDecision,
+  permissions,
+  projectPermissions,
+  type Role,
+  rolePermissions,
+  type Via
+} from "@cp/domain"
+
+/** A role the subject holds, where it holds it, and how it came to hold it. */
+export type Grant = Via
+
+const projectScoped: ReadonlySet<string> = new Set(projectPermissions)
+
+const grantApplies = (grant: Grant, permission: Permission, projectId: string | undefined): boolean => {
+  if (!rolePermissions[grant.role].has(permission)) return false
+  if (grant.scopeKind !== "project") return true
+  return projectScoped.has(permission) && projectId !== undefined && grant.scopeRef === projectId
+}
+
+const precedence: Record<Grant["kind"], number> = { direct: 0, team: 1, account_cascade: 2 }
+
+/** The decision for one permission: the most direct grant that allows it, or deny. */
+export const decide = (
+  grants: ReadonlyArray<Grant>,
+  permission: Permission,
+  projectId?: string
+): PermissionDecision => {
+  let via: Grant | null = null
+  for (const grant of grants) {
+    if (grantApplies(grant, permission, projectId) && (via === null || precedence[grant.kind] < precedence[via.kind])) {
+      via = grant
+    }
+  }
+  return { action: permission, allow: via !== null, via }
+}
+
+/** Every permission the catalog names, each with its decision. */
+export const effectiveAccess = (grants: ReadonlyArray<Grant>, projectId?: string): ReadonlyArray<PermissionDecision> =>
+  permissions.map((permission) => decide(grants, permission, projectId))
+
+/** Whether any grant is an owner grant (account selection and last-owner rules). */
+export const holdsRole = (grants: ReadonlyArray<Grant>, role: Role): boolean =>
+  grants.some((grant) => grant.role === role && grant.scopeKind !== "project")

@@ -1,0 +1,17 @@
+/** Resolves the workspace reference in a path (`org_…`, `ws_…` or slug) for the caller, before routing. */
+import type { Actor, Organization, OrgId, WorkspaceRef } from "@cp/domain"
+import { Context, type Effect, type Option } from "effect"
+import type { Grant } from "./rbac.ts"
+
+/** A workspace the caller can see, with every grant the caller holds on it (direct, team, cascaded). */
+export interface ResolvedWorkspace {
+  readonly organization: Organization
+  readonly grants: ReadonlyArray<Grant>
+}
+
+export class WorkspaceResolver extends Context.Service<WorkspaceResolver, {
+  /** None when the reference is unknown or names a workspace the actor cannot see (both answer 404). */
+  readonly resolve: (ref: string, actor: Actor) => Effect.Effect<Option.Option<ResolvedWorkspace>>
+  /** The `ws_` public ids of the given `org_` ids, for the `/v1/workspaces` alias. */
+  readonly publicIds: (orgIds: ReadonlyArray<OrgId>) => Effect.Effect<ReadonlyMap<OrgId, WorkspaceRef>>
+}>()("@cp/server/WorkspaceResolver") {}

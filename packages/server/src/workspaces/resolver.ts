@@ -1,0 +1,41 @@
+/** The edge's workspace lookup: reference → workspace plus the caller's grants, or nothing (404). */
+import type { Actor, OrgId, WorkspaceRef } from "@cp/domain"
+import { OrganizationsRepo } from "@cp/persistence"
+import { Effect, Layer, Option } from "effect"
+import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
+import { grantsOf } from "./grants.ts"
+import { toOrganization } from "./service.ts"
+
+const principalOf = (actor: Actor) => {
+  switch (actor.kind) {
+    case "user":
+      return { subjectType: "user" as const, subjectId: actor.userId, pinnedTo: undefined }
+    case "service_principal":
+      return { subjectType: "service_principal" as const, subjectId: actor.principalId, pinnedTo: actor.orgId }
+    case "workflow":
+      return undefined
+  }
+}
+
+export const WorkspaceResolverLive = Layer.effect(
+  WorkspaceResolver,
+  Effect.gen(function*() {
+    const orgs = yield* OrganizationsRepo
+    return WorkspaceResolver.of({
+      resolve: Effect.fnUntraced(function*(ref, actor) {
+        const principal = principalOf(actor)
+        if (principal === undefined) return Option.none()
+        const found = yield* orgs.resolveForSubject({ ref, ...principal })
+        return Option.flatMap(found, ({ organization, bindings }) => {
+          if (principal.pinnedTo !== undefined && organization.id !== principal.pinnedTo) return Option.none()
+          const grants = grantsOf(organization.id, bindings)
+          return grants.length === 0 ? Option.none() : Option.some({ organization: toOrganization(organization), grants })
+        })
+      }),
+      publicIds: Effect.fnUntraced(function*(orgIds) {
+        const rows = yield* Effect.forEach(orgIds, (id) => orgs.findById(id))
+        return new Map<OrgId, WorkspaceRef>(rows.flatMap(Option.toArray).map((row) => [row.id, row.publicId]))
+      })
+    })
+  })
+)
