@@ -1,4 +1,5 @@
 /** The whole API: one group per area. Validation, OpenAPI, the docs page and the typed client derive from it. */
+import { Context } from "effect"
 import { HttpApi, OpenApi } from "effect/http-api"
 import { IdentityApi, SessionApi } from "./identity.ts"
 import { RequestValidation } from "./security.ts"
@@ -11,6 +12,10 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(SessionApi)
   .add(WorkspacesApi)
   .middleware(RequestValidation)
+  // Report every failing field of a body or query at once, not just the first.
+  .annotateMerge(Context.make(HttpApi.PayloadParseOptions, { errors: "all" }).pipe(
+    Context.add(HttpApi.QueryParseOptions, { errors: "all" })
+  ))
   .annotateMerge(OpenApi.annotations({
     title: "Workspace Control-Plane API",
     version: "1.0.0",

@@ -165,6 +165,7 @@ export const EdgeLive = HttpRouter.middleware(
             const resolved = yield* workspaces.resolve(ref, actor.actor)
             if (Option.isNone(resolved)) return yield* answer(wireError(NotFound, "Workspace not found"))
             workspace = resolved.value
+            yield* Effect.annotateCurrentSpan("workspace.id", resolved.value.organization.id)
             path = `/v1/organizations/${resolved.value.organization.id}${workspaceMatch[2] ?? ""}`
           }
           const request = path === originalPath ? original : original.modify({ url: path + search })

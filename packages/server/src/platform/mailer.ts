@@ -30,6 +30,7 @@ const smtpTransport = (url: Redacted.Redacted, from: string) =>
     (transport) => Effect.sync(() => transport.close())
   )
 
+/** The one way services send mail, so where it goes (outbox, SMTP, both) is decided here from configuration alone. */
 export class Mailer extends Context.Service<Mailer, {
   /**
    * A failed SMTP send is retried twice, then logged with its error; it then dies (the caller answers 500 and can
@@ -44,7 +45,9 @@ export class Mailer extends Context.Service<Mailer, {
       const config = yield* AppConfig
       const outbox = yield* OutboxRepo
       const keep = AppConfig.isLocal(config)
-      const smtp = yield* Effect.transposeOption(Option.map(config.smtpUrl, (url) => smtpTransport(url, config.mailFrom)))
+      const smtp = yield* Effect.transposeOption(
+        Option.map(config.smtpUrl, (url) => smtpTransport(url, config.mailFrom))
+      )
       if (!keep && Option.isNone(smtp)) {
         yield* Effect.logWarning("SMTP_URL is not set: outgoing mail cannot be delivered in production mode")
       }
@@ -58,8 +61,8 @@ export class Mailer extends Context.Service<Mailer, {
             yield* outbox.insert({ id, ...message, createdAt: new Date(now) }).pipe(Effect.orDie)
           }
           if (Option.isNone(smtp)) {
-            if (!keep) yield* Effect.logWarning("Mail not delivered: SMTP_URL is not set").pipe(Effect.annotateLogs(about))
-            return
+            if (keep) return
+            return yield* Effect.logWarning("Mail not delivered: SMTP_URL is not set").pipe(Effect.annotateLogs(about))
           }
           const transport = smtp.value
           yield* Effect.tryPromise(() =>

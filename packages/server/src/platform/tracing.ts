@@ -48,10 +48,8 @@ export const TracingLive = (config: AppConfigShape): Layer.Layer<never> =>
 export const TracingTest = (exporter: InMemorySpanExporter): Layer.Layer<never> =>
   sdk(new SimpleSpanProcessor(exporter), "test")
 
-/** What queued work stores so the job that later runs it can link back to the trace that created it. */
-export interface TraceContext {
-  readonly traceparent: string
-}
+/** What queued work stores (a JSON object, e.g. `event_log.trace_context`) so its job can link back to the trace. */
+export type TraceContext = { readonly traceparent: string }
 
 /** The current span as a W3C `traceparent`; null when there is no recorded span (tracing off, or outside any span). */
 export const currentTraceContext: Effect.Effect<TraceContext | null> = Effect.map(
