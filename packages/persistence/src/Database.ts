@@ -96,9 +96,3 @@ export const layerFromEnv: Layer.Layer<Database, SqlError | Config.ConfigError> 
     return layerEmbedded({ dataDir })
   })
 )
-
-/** Succeeds when the database answers a trivial query: the health route's readiness check. */
-export const ping: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`select 1`
-})

@@ -5,6 +5,7 @@ export * as Memory from "./Memory.ts"
 export * as Migrations from "./Migrations.ts"
 export { Transactor } from "./Transactor.ts"
 
+export * from "./platform/DatabaseHealth.ts"
 export * from "./platform/EventLogRepo.ts"
 export * from "./platform/IdempotencyRepo.ts"
 export * from "./platform/JsonObject.ts"

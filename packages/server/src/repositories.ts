@@ -1,6 +1,7 @@
 /** One persistence flavour for the whole server: every repository plus the transaction service. */
 import {
   ChallengesRepo,
+  DatabaseHealth,
   EventLogRepo,
   IdempotencyRepo,
   MembersRepo,
@@ -19,6 +20,7 @@ import { Layer } from "effect"
 
 export const RepositoriesSql = Layer.mergeAll(
   Transactor.sql,
+  DatabaseHealth.sql,
   IdempotencyRepo.sql,
   RateLimitRepo.sql,
   ServerSecretsRepo.sql,
@@ -36,6 +38,7 @@ export const RepositoriesSql = Layer.mergeAll(
 
 export const RepositoriesMemory = Layer.mergeAll(
   Transactor.memory,
+  DatabaseHealth.memory,
   IdempotencyRepo.memory,
   RateLimitRepo.memory,
   ServerSecretsRepo.memory,

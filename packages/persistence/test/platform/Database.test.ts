@@ -5,6 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Database from "../../src/Database.ts"
 import * as Migrations from "../../src/Migrations.ts"
+import { DatabaseHealth } from "../../src/platform/DatabaseHealth.ts"
 import { ServerSecretsRepo } from "../../src/platform/ServerSecretsRepo.ts"
 import { backends, databaseLayer } from "../harness.ts"
 
@@ -33,16 +34,18 @@ describe("Database", () => {
       (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
     ))
 
+  const ping = Effect.flatMap(DatabaseHealth, (health) => health.ping).pipe(Effect.provide(DatabaseHealth.sql))
+
   const databaseUrl = process.env["DATABASE_URL"]
   if (databaseUrl) {
     it.live("with DATABASE_URL, connects to that server", () =>
-      Database.ping.pipe(Effect.provide(fromEnv({ DATABASE_URL: databaseUrl, DATA_DIR: "/nonexistent" }))))
+      ping.pipe(Effect.provide(fromEnv({ DATABASE_URL: databaseUrl, DATA_DIR: "/nonexistent" }))))
   }
 
   for (const backend of backends.filter((b) => b !== "memory")) {
     it.live(`[${backend}] ping answers, and replicas migrating together apply each migration once`, () =>
       Effect.gen(function*() {
-        yield* Database.ping
+        yield* ping
         const runs = yield* Effect.all([Migrations.run, Migrations.run, Migrations.run], { concurrency: "unbounded" })
         const applied = runs.flat().map(([id]) => id).sort((a, b) => a - b)
         const declared = Object.keys(Migrations.migrations).map((key) => Number.parseInt(key, 10))

@@ -8,6 +8,7 @@ import { EventLogRepo, type JsonObject } from "@cp/persistence"
 import type { Schema } from "effect"
 import { Clock, Context, Effect, Layer } from "effect"
 import { mint } from "./ids.ts"
+import { currentTraceContext } from "./tracing.ts"
 
 export interface EventSubject {
   readonly kind: string
@@ -119,7 +120,7 @@ export class EventLog extends Context.Service<EventLog, {
             correlationId: requestId
           }
           yield* repo.append({
-            event: { id, type: event.type, data, traceContext: null, ...common },
+            event: { id, type: event.type, data, traceContext: yield* currentTraceContext, ...common },
             audit: {
               id: mint.auditEntryId(now),
               eventId: id,

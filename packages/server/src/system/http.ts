@@ -1,9 +1,8 @@
 /** Health and the development outbox. */
 import { ControlPlaneApi, DatabaseUnavailable, NotFound, wireError } from "@cp/domain"
-import { Database, OutboxRepo } from "@cp/persistence"
+import { DatabaseHealth, OutboxRepo } from "@cp/persistence"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { AppConfig } from "../platform/config.ts"
 
 const unavailable = new DatabaseUnavailable({
@@ -15,11 +14,10 @@ export const SystemHttp = HttpApiBuilder.group(ControlPlaneApi, "system", (handl
   Effect.gen(function*() {
     const config = yield* AppConfig
     const outbox = yield* OutboxRepo
-    const sql = yield* SqlClient.SqlClient
-    const ping = Database.ping.pipe(Effect.provideService(SqlClient.SqlClient, sql))
+    const database = yield* DatabaseHealth
     return handlers
       .handle("health", () =>
-        ping.pipe(
+        database.ping.pipe(
           Effect.timeout("2 seconds"),
           Effect.as({ status: "ok" as const, database: "ok" as const }),
           Effect.catchCause(() => Effect.fail(unavailable))

@@ -78,32 +78,29 @@ const serve = (socket: Socket, received: Array<ReceivedMail>, options: SmtpSinkO
 }
 
 /** Listens on an ephemeral loopback port for the current scope. */
-export const startSmtpSink = Effect.fnUntraced(function*(options: SmtpSinkOptions = {}): Effect.fn.Return<
-  SmtpSink,
-  never,
-  Scope.Scope
-> {
-  const received: Array<ReceivedMail> = []
-  const sockets = new Set<Socket>()
-  let connections = 0
-  const server = createServer((socket) => {
-    connections += 1
-    sockets.add(socket)
-    socket.on("close", () => sockets.delete(socket))
-    serve(socket, received, options)
+export const startSmtpSink = (options: SmtpSinkOptions = {}): Effect.Effect<SmtpSink, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const received: Array<ReceivedMail> = []
+    const sockets = new Set<Socket>()
+    let connections = 0
+    const server = createServer((socket) => {
+      connections += 1
+      sockets.add(socket)
+      socket.on("close", () => sockets.delete(socket))
+      serve(socket, received, options)
+    })
+    yield* Effect.acquireRelease(
+      Effect.callback<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+      () =>
+        Effect.callback<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          for (const socket of sockets) socket.destroy()
+        })
+    )
+    const bound = server.address()
+    if (bound === null || typeof bound === "string") return yield* Effect.die(new Error("SMTP sink is not on TCP"))
+    return { url: `smtp://127.0.0.1:${bound.port}`, received, connections: () => connections }
   })
-  yield* Effect.acquireRelease(
-    Effect.callback<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-    () =>
-      Effect.callback<void>((resume) => {
-        server.close(() => resume(Effect.void))
-        for (const socket of sockets) socket.destroy()
-      })
-  )
-  const bound = server.address()
-  if (bound === null || typeof bound === "string") return yield* Effect.die(new Error("SMTP sink is not on TCP"))
-  return { url: `smtp://127.0.0.1:${bound.port}`, received, connections: () => connections }
-})
 
 /** The value of one header of a received message (first occurrence, folded lines joined). */
 export const header = (mail: ReceivedMail, name: string): string | undefined => {
