@@ -3,7 +3,7 @@
  * or a scratch database on the PostgreSQL server at `DATABASE_URL`, for end-to-end tests over real HTTP.
  */
 import { ControlPlaneApi, Authentication } from "@cp/domain"
-import { Migrations } from "@cp/persistence"
+import { type Database, Migrations } from "@cp/persistence"
 import { NodeHttpServer } from "@effect/platform-node"
 import { serveApp } from "@cp/server/app"
 import { AppConfig, parseConfig } from "@cp/server/platform/config"
@@ -16,29 +16,39 @@ import { type Backend, databaseLayer } from "../../packages/persistence/test/har
 
 export class TestServer extends Context.Service<TestServer, { readonly baseUrl: string }>()("test/TestServer") {}
 
-const repositoriesFor = (backend: Backend) =>
-  backend === "memory"
-    ? RepositoriesMemory
-    : RepositoriesSql.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(databaseLayer(backend)))
+const listeningAt = Layer.effect(
+  TestServer,
+  Effect.gen(function*() {
+    const { address } = yield* HttpServer.HttpServer
+    if (address._tag === "UnixPathAddress") return yield* Effect.die(new Error("expected a TCP listener"))
+    return { baseUrl: `http://127.0.0.1:${address.port}` }
+  })
+)
 
-/** The server with `APP_ENV=test` (plus `env`), listening on 127.0.0.1 at a port the OS picks. */
-export const testServer = (backend: Backend, env: Readonly<Record<string, string>> = {}) =>
-  Layer.effect(
-    TestServer,
-    Effect.gen(function*() {
-      const address = yield* HttpServer.HttpServer
-      if (address.address._tag === "UnixPathAddress") return yield* Effect.die(new Error("expected a TCP listener"))
-      return { baseUrl: `http://127.0.0.1:${address.address.port}` }
-    })
-  ).pipe(
+const testConfig = (env: Readonly<Record<string, string>>) =>
+  Layer.effect(AppConfig, parseConfig({ APP_ENV: "test", HOST: "127.0.0.1", PORT: "0", ...env }))
+
+/** The whole server with `APP_ENV=test` (plus `env`) over `repositories`, on 127.0.0.1 at a port the OS picks. */
+const serverWith = <R, E, RIn>(repositories: Layer.Layer<R, E, RIn>, env: Readonly<Record<string, string>>) =>
+  listeningAt.pipe(
     Layer.provideMerge(serveApp),
-    Layer.provide(repositoriesFor(backend)),
-    Layer.provide(Layer.unwrap(Effect.map(
-      parseConfig({ APP_ENV: "test", HOST: "127.0.0.1", PORT: "0", ...env }),
-      (config) => Layer.succeed(AppConfig)(config)
-    ))),
+    Layer.provideMerge(repositories),
+    Layer.provide(testConfig(env)),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
   )
+
+/**
+ * The server over a migrated SQL database, with the database (`SqlClient`) left in the output so tests can
+ * read and seed rows; `Layer.fresh` so two replicas over one database share nothing in memory.
+ */
+export const testServerOver = <E>(
+  database: Layer.Layer<Database.Database, E>,
+  env: Readonly<Record<string, string>> = {}
+) => Layer.fresh(serverWith(RepositoriesSql.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(database)), env))
+
+/** The server on memory repositories, an embedded PGlite, or a scratch database on `DATABASE_URL`. */
+export const testServer = (backend: Backend, env: Readonly<Record<string, string>> = {}) =>
+  backend === "memory" ? serverWith(RepositoriesMemory, env) : testServerOver(databaseLayer(backend), env)
 
 /** Raw HTTP against the test server: the exact bytes on the wire. */
 export const call = (

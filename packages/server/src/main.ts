@@ -5,7 +5,7 @@
  */
 import { Database, Migrations } from "@cp/persistence"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer, Option } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Runtime } from "effect"
 import { createServer } from "node:http"
 import { serveApp } from "./app.ts"
 import { AppConfig, type AppConfigShape } from "./platform/config.ts"
@@ -19,19 +19,40 @@ export const databaseFor = (config: AppConfigShape) =>
     onNone: () => Database.layerEmbedded({ dataDir: config.dataDir })
   })
 
+/**
+ * A Node server that answers 503 to requests arriving between `listen` and the moment the router attaches
+ * its own `request` listener (Node would otherwise leave them hanging).
+ */
+const gatedServer = () => {
+  const server = createServer()
+  server.on("request", (_request, response) => {
+    if (server.listenerCount("request") > 1) return
+    response.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
+    response.end(JSON.stringify({
+      error: { code: "internal_error", message: "The server is starting", details: {}, requestId: "req_starting" }
+    }))
+  })
+  return server
+}
+
 /** The complete server for a configuration, listening on its host and port. */
 export const serverFor = (config: AppConfigShape) => {
   const announce = Layer.effectDiscard(
     Effect.log(`Control plane API on ${config.publicBaseUrl}/v1 (docs: ${config.publicBaseUrl}/docs, ${config.env} mode)`)
   )
+  // Layers provided later are built first: the database is migrated before the port opens.
   return Layer.mergeAll(serveApp, announce).pipe(
+    Layer.provide(NodeHttpServer.layer(gatedServer, { port: config.port, host: config.host })),
     Layer.provide(RepositoriesSql.pipe(Layer.provide(Migrations.layer))),
     Layer.provide(Layer.succeed(AppConfig)(config)),
-    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
     Layer.provide(TracingLive(config)),
     Layer.provide(databaseFor(config))
   )
 }
+
+/** A SIGTERM/SIGINT stop is the normal way out: exit 0 once everything has closed (contract §1). */
+const stoppedBySignalIsSuccess: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
 
 if (import.meta.main) {
   Effect.gen(function*() {
@@ -39,6 +60,6 @@ if (import.meta.main) {
     return yield* Layer.launch(serverFor(config))
   }).pipe(
     Effect.provide(AppConfig.layerFromEnv(process.env)),
-    NodeRuntime.runMain
+    NodeRuntime.runMain({ teardown: stoppedBySignalIsSuccess })
   )
 }

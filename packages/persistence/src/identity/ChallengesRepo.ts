@@ -20,7 +20,8 @@ export type ChallengeRow = typeof ChallengeRow.Type
 
 const uniques: ReadonlyArray<UniqueKey<ChallengeRow>> = [primaryKey("login_challenges_pkey")]
 
-const Consume = Schema.Struct({ id: ChallengeId, now: Schema.Date })
+const Consume = Schema.Struct({ id: ChallengeId, now: Schema.Date, maxFailures: Schema.Int })
+const RecordFailure = Schema.Struct({ id: ChallengeId, maxFailures: Schema.Int })
 const ConsumedId = Schema.Struct({ id: ChallengeId })
 const FailedAttempts = Schema.Struct({ failedAttempts: Schema.Int })
 
@@ -28,13 +29,16 @@ const FailedAttempts = Schema.Struct({ failedAttempts: Schema.Int })
 export class ChallengesRepo extends Context.Service<ChallengesRepo, {
   readonly insert: (challenge: ChallengeRow) => Effect.Effect<void, UniqueViolation>
   readonly findById: (id: ChallengeId) => Effect.Effect<Option.Option<ChallengeRow>>
-  /** Adds one wrong code and returns the new count; the challenge must exist (the caller has just read it). */
-  readonly recordFailure: (id: ChallengeId) => Effect.Effect<number>
   /**
-   * Marks the challenge consumed at `now` if it is unconsumed and unexpired; true only for the one caller that
-   * did so, however many race.
+   * Counts one wrong code and returns the new count, unless the challenge is consumed or already has
+   * `maxFailures` wrong codes (None): concurrent guesses can never count more than `maxFailures`.
    */
-  readonly consume: (id: ChallengeId, now: Date) => Effect.Effect<boolean>
+  readonly recordFailure: (id: ChallengeId, maxFailures: number) => Effect.Effect<Option.Option<number>>
+  /**
+   * Marks the challenge consumed at `now` if it is unconsumed, unexpired and has fewer than `maxFailures`
+   * wrong codes; true only for the one caller that did so, however many race.
+   */
+  readonly consume: (id: ChallengeId, now: Date, maxFailures: number) => Effect.Effect<boolean>
 }>()("@cp/persistence/identity/ChallengesRepo") {
   /** Challenges in a Map, for fast deterministic tests. */
   static readonly memory = Layer.sync(ChallengesRepo, () => {
@@ -46,12 +50,17 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
       findById: Effect.fn("ChallengesRepo.findById")(function*(id: ChallengeId) {
         return Option.fromUndefinedOr(challenges.get(id))
       }),
-      recordFailure: Effect.fn("ChallengesRepo.recordFailure")((id: ChallengeId) =>
-        updateRow(challenges, id, (current) => Option.some({ ...current, failedAttempts: current.failedAttempts + 1 }))
-          .pipe(Effect.flatMap(Effect.fromOption), Effect.map((row) => row.failedAttempts), Effect.orDie)
+      recordFailure: Effect.fn("ChallengesRepo.recordFailure")((id: ChallengeId, maxFailures: number) =>
+        updateRow(challenges, id, (current) =>
+          current.consumedAt === null && current.failedAttempts < maxFailures
+            ? Option.some({ ...current, failedAttempts: current.failedAttempts + 1 })
+            : Option.none()).pipe(Effect.map(Option.map((row) => row.failedAttempts)))
       ),
-      consume: Effect.fn("ChallengesRepo.consume")((id: ChallengeId, now: Date) =>
-        updateRow(challenges, id, consumeUnexpired(now)).pipe(Effect.map(Option.isSome))
+      consume: Effect.fn("ChallengesRepo.consume")((id: ChallengeId, now: Date, maxFailures: number) =>
+        updateRow(challenges, id, (current) =>
+          current.failedAttempts < maxFailures ? consumeUnexpired(now)(current) : Option.none()).pipe(
+            Effect.map(Option.isSome)
+          )
       )
     })
   })
@@ -70,29 +79,32 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
         Result: ChallengeRow,
         execute: (id) => sql`select * from login_challenges where id = ${id}`
       })
-      const recordFailure = SqlSchema.findOne({
-        Request: ChallengeId,
+      const recordFailure = SqlSchema.findOneOption({
+        Request: RecordFailure,
         Result: FailedAttempts,
-        execute: (id) =>
-          sql`update login_challenges set failed_attempts = failed_attempts + 1 where id = ${id} returning failed_attempts`
+        execute: ({ id, maxFailures }) =>
+          sql`
+            update login_challenges set failed_attempts = failed_attempts + 1
+            where id = ${id} and consumed_at is null and failed_attempts < ${maxFailures}
+            returning failed_attempts`
       })
       const consume = SqlSchema.findOneOption({
         Request: Consume,
         Result: ConsumedId,
-        execute: ({ id, now }) =>
+        execute: ({ id, now, maxFailures }) =>
           sql`
             update login_challenges set consumed_at = ${now}
-            where id = ${id} and consumed_at is null and expires_at > ${now}
+            where id = ${id} and consumed_at is null and expires_at > ${now} and failed_attempts < ${maxFailures}
             returning id`
       })
       return ChallengesRepo.of({
         insert: Effect.fn("ChallengesRepo.insert")((challenge: ChallengeRow) => uniqueViolationOrDie(insert(challenge))),
         findById: Effect.fn("ChallengesRepo.findById")((id: ChallengeId) => Effect.orDie(findById(id))),
-        recordFailure: Effect.fn("ChallengesRepo.recordFailure")((id: ChallengeId) =>
-          recordFailure(id).pipe(Effect.map((row) => row.failedAttempts), Effect.orDie)
+        recordFailure: Effect.fn("ChallengesRepo.recordFailure")((id: ChallengeId, maxFailures: number) =>
+          recordFailure({ id, maxFailures }).pipe(Effect.map(Option.map((row) => row.failedAttempts)), Effect.orDie)
         ),
-        consume: Effect.fn("ChallengesRepo.consume")((id: ChallengeId, now: Date) =>
-          consume({ id, now }).pipe(Effect.map(Option.isSome), Effect.orDie)
+        consume: Effect.fn("ChallengesRepo.consume")((id: ChallengeId, now: Date, maxFailures: number) =>
+          consume({ id, now, maxFailures }).pipe(Effect.map(Option.isSome), Effect.orDie)
         )
       })
     })

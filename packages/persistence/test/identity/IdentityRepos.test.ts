@@ -83,17 +83,24 @@ const challengeRow = (overrides: Partial<ChallengeRow> = {}): ChallengeRow => ({
   ...overrides
 })
 
+/** The service's wrong-code limit. */
+const MAX = 5
+
 describeContract("ChallengesRepo", ChallengesRepo, (it) => {
-  it.effect("stores a challenge and counts wrong codes atomically", () =>
+  it.effect("stores a challenge and counts wrong codes atomically, never past the limit", () =>
     Effect.gen(function*() {
       const repo = yield* ChallengesRepo
       const challenge = challengeRow()
       yield* repo.insert(challenge)
       assert.deepStrictEqual(yield* repo.findById(challenge.id), Option.some(challenge))
-      assert.strictEqual(yield* repo.recordFailure(challenge.id), 1)
-      const counts = yield* Effect.all([1, 2, 3].map(() => repo.recordFailure(challenge.id)), { concurrency: 3 })
-      assert.deepStrictEqual([...counts].sort((a, b) => a - b), [2, 3, 4])
-      assert.strictEqual(Option.getOrThrow(yield* repo.findById(challenge.id)).failedAttempts, 4)
+      assert.deepStrictEqual(yield* repo.recordFailure(challenge.id, MAX), Option.some(1))
+      const counts = yield* Effect.all([1, 2, 3, 4, 5, 6, 7].map(() => repo.recordFailure(challenge.id, MAX)), {
+        concurrency: 7
+      })
+      assert.deepStrictEqual(counts.flatMap(Option.toArray).sort((a, b) => a - b), [2, 3, 4, 5])
+      assert.strictEqual(counts.filter(Option.isNone).length, 3)
+      assert.strictEqual(Option.getOrThrow(yield* repo.findById(challenge.id)).failedAttempts, MAX)
+      assert.isFalse(yield* repo.consume(challenge.id, at(1), MAX))
     }))
 
   it.effect("consume succeeds once, and never on an expired challenge", () =>
@@ -103,14 +110,15 @@ describeContract("ChallengesRepo", ChallengesRepo, (it) => {
       const expired = challengeRow()
       yield* repo.insert(challenge)
       yield* repo.insert(expired)
-      assert.isFalse(yield* repo.consume(expired.id, expired.expiresAt))
-      assert.isTrue(yield* repo.consume(challenge.id, at(1)))
-      assert.isFalse(yield* repo.consume(challenge.id, at(2)))
+      assert.isFalse(yield* repo.consume(expired.id, expired.expiresAt, MAX))
+      assert.isTrue(yield* repo.consume(challenge.id, at(1), MAX))
+      assert.isFalse(yield* repo.consume(challenge.id, at(2), MAX))
+      assert.deepStrictEqual(yield* repo.recordFailure(challenge.id, MAX), Option.none())
       assert.deepStrictEqual(
         Option.map(yield* repo.findById(challenge.id), (row) => row.consumedAt),
         Option.some(at(1))
       )
-      assert.isFalse(yield* repo.consume(newId(ChallengeId, IdPrefix.challenge), at(1)))
+      assert.isFalse(yield* repo.consume(newId(ChallengeId, IdPrefix.challenge), at(1), MAX))
     }))
 
   it.effect("a consume inside a failed transaction is undone", () =>
@@ -120,13 +128,13 @@ describeContract("ChallengesRepo", ChallengesRepo, (it) => {
       const challenge = challengeRow()
       yield* repo.insert(challenge)
       const error = yield* Effect.flip(withTransaction(Effect.gen(function*() {
-        assert.strictEqual(yield* repo.recordFailure(challenge.id), 1)
-        assert.isTrue(yield* repo.consume(challenge.id, at(1)))
+        assert.deepStrictEqual(yield* repo.recordFailure(challenge.id, MAX), Option.some(1))
+        assert.isTrue(yield* repo.consume(challenge.id, at(1), MAX))
         return yield* new Abort()
       })))
       assert.instanceOf(error, Abort)
       assert.deepStrictEqual(yield* repo.findById(challenge.id), Option.some(challenge))
-      assert.isTrue(yield* repo.consume(challenge.id, at(2)))
+      assert.isTrue(yield* repo.consume(challenge.id, at(2), MAX))
     }))
 
   it.effect("exactly one of many concurrent consumers wins", () =>
@@ -134,7 +142,7 @@ describeContract("ChallengesRepo", ChallengesRepo, (it) => {
       const repo = yield* ChallengesRepo
       const challenge = challengeRow()
       yield* repo.insert(challenge)
-      assert.strictEqual(yield* racers(8, repo.consume(challenge.id, at(1))), 1)
+      assert.strictEqual(yield* racers(8, repo.consume(challenge.id, at(1), MAX)), 1)
     }))
 })
 

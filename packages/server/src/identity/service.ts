@@ -208,22 +208,23 @@ export class IdentityService extends Context.Service<IdentityService, {
               reason: spent ? "challenge_spent" : "challenge_expired"
             })
           }
+          const spentAnswer = wireError(PreconditionFailed, "This sign-in challenge has expired or was already used", {
+            reason: "challenge_spent"
+          })
           if (!safeEqual(codeHash(challengeId, code), challenge.codeHash)) {
-            const failures = yield* challenges.recordFailure(challengeId)
+            // Counted atomically: however many guesses race, at most MAX_FAILED_CODES are ever checked.
+            const failures = yield* challenges.recordFailure(challengeId, MAX_FAILED_CODES)
+            if (Option.isNone(failures)) return yield* spentAnswer
             yield* securityLog.record({
               email: challenge.email,
               userId,
               eventType: "login.failed",
               outcome: "failure",
-              metadata: { challengeId, reason: "wrong_code", attemptsLeft: Math.max(0, MAX_FAILED_CODES - failures) }
+              metadata: { challengeId, reason: "wrong_code", attemptsLeft: MAX_FAILED_CODES - failures.value }
             })
             return yield* wireError(NotFound, "Unknown challenge or wrong code")
           }
-          if (!(yield* challenges.consume(challengeId, new Date(now)))) {
-            return yield* wireError(PreconditionFailed, "This sign-in challenge was already used", {
-              reason: "challenge_spent"
-            })
-          }
+          if (!(yield* challenges.consume(challengeId, new Date(now), MAX_FAILED_CODES))) return yield* spentAnswer
           return yield* openSession(challenge.email, "email_code")
         }),
 

@@ -1,5 +1,10 @@
-/** `Idempotency-Key` rules of contract §4 that do not depend on storage. */
+/** `Idempotency-Key` (contract §4), remembered in the database so it holds across replicas. */
+import { Conflict, ValidationFailed, wireError } from "@cp/domain"
+import type { IdempotencyRepo } from "@cp/persistence"
+import { Duration, Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
 import { sha256Hex } from "./crypto.ts"
+import { renderError } from "./render.ts"
 
 export const IDEMPOTENCY_HEADER = "idempotency-key"
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"])
@@ -29,3 +34,70 @@ export const bodyFingerprint = (text: string): string => {
 
 /** Answers that are remembered: everything below 500 except 429 (contract §4). */
 export const isRememberedStatus = (status: number): boolean => status < 500 && status !== 429
+
+const IN_FLIGHT_RELEASE_AFTER = Duration.seconds(60)
+
+/** One request under an `Idempotency-Key`: who sent it where, with which body, and its own request id. */
+export interface KeyedRequest {
+  readonly key: string
+  readonly principal: string
+  readonly method: string
+  readonly canonicalPath: string
+  readonly body: string
+  readonly now: number
+  readonly requestId: string
+}
+
+/** The body of a response built in memory, as text; undefined for streamed bodies. */
+export const responseText = (response: HttpServerResponse.HttpServerResponse): string | undefined => {
+  const body = response.body
+  if (body._tag === "Uint8Array") return new TextDecoder().decode(body.body)
+  if (body._tag === "Empty") return ""
+  return undefined
+}
+
+/**
+ * Runs `routed` at most once per key (contract §4): a repeat replays the stored answer byte for byte,
+ * a repeat with another body is 422 `key_reused`, a repeat while the first runs is 409; 5xx and 429
+ * answers release the key instead of being remembered.
+ */
+export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
+  repo: IdempotencyRepo["Service"],
+  request: KeyedRequest,
+  routed: Effect.Effect<HttpServerResponse.HttpServerResponse, E>
+) {
+  if (!isValidIdempotencyKey(request.key)) {
+    return yield* renderError(wireError(ValidationFailed, "Idempotency-Key is malformed", {
+      header: "Idempotency-Key",
+      reason: "malformed"
+    }))
+  }
+  const bodyHash = bodyFingerprint(request.body)
+  const slot = { principal: request.principal, method: request.method, path: request.canonicalPath, key: request.key }
+  const now = new Date(request.now)
+  const started = yield* repo.begin({ ...slot, bodyHash, now, staleAfter: IN_FLIGHT_RELEASE_AFTER })
+  switch (started._tag) {
+    case "InFlight":
+      return yield* renderError(wireError(Conflict, "A request with this Idempotency-Key is still in progress"))
+    case "Completed":
+      if (started.bodyHash !== bodyHash) {
+        return yield* renderError(wireError(ValidationFailed, "Idempotency-Key was used with a different body", {
+          header: "Idempotency-Key",
+          reason: "key_reused"
+        }))
+      }
+      return HttpServerResponse.text(started.body, {
+        status: started.status,
+        contentType: "application/json",
+        headers: { ...started.headers, "idempotent-replayed": "true" }
+      })
+    case "Started": {
+      const response = yield* routed.pipe(Effect.onError(() => repo.release(slot)))
+      const text = responseText(response)
+      yield* isRememberedStatus(response.status) && text !== undefined
+        ? repo.complete({ ...slot, status: response.status, headers: { "x-request-id": request.requestId }, body: text, now })
+        : repo.release(slot)
+      return response
+    }
+  }
+})

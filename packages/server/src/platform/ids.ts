@@ -12,6 +12,7 @@ import {
   UserId,
   WorkspaceRef
 } from "@cp/domain"
+import { randomInt } from "node:crypto"
 import { monotonicFactory } from "ulid"
 import { v7 } from "uuid"
 
@@ -20,8 +21,22 @@ const nextUlid = monotonicFactory()
 /** `prefix` + ULID; `now` comes from the caller's Clock so ids sort with the times tests set. */
 export const newId = <P extends string>(prefix: P, now: number): `${P}${string}` => `${prefix}${nextUlid(now)}`
 
-/** A time-ordered UUIDv7. */
-export const newUuid = (now: number): string => v7({ msecs: now })
+const v7State = { msecs: Number.NEGATIVE_INFINITY, seq: 0 }
+
+/**
+ * A UUIDv7 that sorts in minting order within this process, even within one millisecond: the 31-bit
+ * sequence is reseeded at random when the time moves forward and incremented otherwise.
+ */
+export const newUuid = (now: number): string => {
+  if (now > v7State.msecs) {
+    v7State.msecs = now
+    v7State.seq = randomInt(0, 2 ** 30)
+  } else {
+    v7State.seq = (v7State.seq + 1) & 0x7fffffff
+    if (v7State.seq === 0) v7State.msecs++
+  }
+  return v7({ msecs: v7State.msecs, seq: v7State.seq })
+}
 
 // The ids below are well formed by construction, so the brand's pattern check is skipped.
 const trusted = { disableChecks: true } as const

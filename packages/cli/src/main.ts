@@ -1,0 +1,21 @@
+/** The `cpctl` command tree and how a run reports failure. */
+import { type Cause, Effect } from "effect"
+import { Command } from "effect/cli"
+import { BaseUrlFlag, TokenFlag } from "./client.ts"
+import { login, logout, whoami } from "./commands/auth.ts"
+import { workspaces } from "./commands/workspaces.ts"
+import { type CpctlError, reportFailure } from "./errors.ts"
+import { JsonOutput } from "./output.ts"
+
+/** The whole command tree, with the flags every command accepts. */
+export const cpctl = Command.make("cpctl").pipe(
+  Command.withDescription("Admin CLI for the workspace control plane"),
+  Command.withSubcommands([login, logout, whoami, workspaces]),
+  Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
+)
+
+const runCpctl = Command.runWith(cpctl, { version: "0.1.0" })
+
+/** Runs cpctl on the given arguments; a failure is printed as `error <code>: <message>` and fails the run. */
+export const run = (args: ReadonlyArray<string>) =>
+  runCpctl(args).pipe(Effect.tapCause((cause: Cause.Cause<CpctlError>) => reportFailure(cause)))

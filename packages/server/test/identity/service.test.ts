@@ -1,0 +1,230 @@
+/**
+ * The identity service on memory repositories under `TestClock` (time starts at 0 and moves only when a test moves
+ * it): the moment a login challenge expires (10 minutes), the moment a session stops resolving (30 days), logout
+ * revocation, and the auth rate-limit window. The layer graph is the server's own (`app.ts`) minus HTTP.
+ */
+import { type ChallengeId, type LoginResult, RateLimited, type SessionId, type UserId } from "@cp/domain"
+import { OutboxRepo } from "@cp/persistence"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
+import { ActorResolverLive } from "../../src/identity/actors.ts"
+import { SecurityLog } from "../../src/identity/securityLog.ts"
+import { CHALLENGE_TTL_MS, IdentityService, MAX_FAILED_CODES, SESSION_TTL_MS } from "../../src/identity/service.ts"
+import { ActorResolver } from "../../src/platform/actors.ts"
+import { AppConfig, parseConfig } from "../../src/platform/config.ts"
+import { EventLog } from "../../src/platform/events.ts"
+import { ServerKeys } from "../../src/platform/keys.ts"
+import { Mailer } from "../../src/platform/mailer.ts"
+import { Cursors } from "../../src/platform/pagination.ts"
+import { RateLimiter } from "../../src/platform/rateLimit.ts"
+import { RepositoriesMemory } from "../../src/repositories.ts"
+import { WorkspaceResolverLive } from "../../src/workspaces/resolver.ts"
+import { WorkspacesService } from "../../src/workspaces/service.ts"
+
+const MINUTE = 60_000
+const DAY = 24 * 60 * MINUTE
+
+/** The services of `app.ts` (without OAuth and HTTP) on fresh memory repositories, in test mode. */
+const TestLayer = IdentityService.layer.pipe(
+  Layer.provideMerge(WorkspacesService.layer),
+  Layer.provideMerge(Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive, SecurityLog.layer)),
+  Layer.provideMerge(Layer.mergeAll(EventLog.layer, RateLimiter.layer, Cursors.layer, Mailer.layer)),
+  Layer.provideMerge(ServerKeys.layer),
+  Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
+  Layer.provideMerge(RepositoriesMemory)
+)
+
+/** The code mailed for a challenge, read from the outbox the test-mode mailer writes. */
+const codeFor = (email: string, challengeId: ChallengeId) =>
+  Effect.gen(function*() {
+    const messages = yield* (yield* OutboxRepo).list({ to: email })
+    const message = messages.find((m) => m.data["challengeId"] === challengeId)
+    assert.isDefined(message, `no code mailed for ${challengeId}`)
+    return String(message?.data["code"])
+  })
+
+const startWithCode = (email: string) =>
+  Effect.gen(function*() {
+    const challenge = yield* (yield* IdentityService).loginStart(email)
+    return { challengeId: challenge.challengeId, expiresAt: challenge.expiresAt, code: yield* codeFor(email, challenge.challengeId) }
+  })
+
+const signIn = (email: string) =>
+  Effect.gen(function*() {
+    const { challengeId, code } = yield* startWithCode(email)
+    return yield* (yield* IdentityService).loginComplete(challengeId, code)
+  })
+
+const wrongCode = (code: string) => (code === "000000" ? "111111" : "000000")
+
+/** The user actor a session token resolves to, if it still does. */
+const resolve = (token: string) => Effect.flatMap(ActorResolver, (resolver) => resolver.resolve(token))
+
+const userActor = (result: LoginResult) =>
+  Effect.gen(function*() {
+    const actor = yield* resolve(result.token)
+    assert.isTrue(Option.isSome(actor), "the token resolves")
+    const value = Option.getOrThrow(actor)
+    assert.strictEqual(value.kind, "user")
+    return value as { readonly kind: "user"; readonly userId: UserId; readonly sessionId: SessionId }
+  })
+
+const eventsOf = (result: LoginResult) =>
+  Effect.gen(function*() {
+    const actor = yield* userActor(result)
+    const page = yield* (yield* IdentityService).securityEvents(actor, { limit: 100 })
+    return page.data.securityEvents
+  })
+
+describe("IdentityService timing", () => {
+  it.effect("a challenge is valid until its 10th minute: the right code succeeds 1 ms before", () =>
+    Effect.gen(function*() {
+      const identity = yield* IdentityService
+      const { challengeId, expiresAt, code } = yield* startWithCode("early@example.test")
+      assert.strictEqual(expiresAt.getTime(), CHALLENGE_TTL_MS)
+      assert.strictEqual(CHALLENGE_TTL_MS, 10 * MINUTE)
+      yield* TestClock.adjust(CHALLENGE_TTL_MS - 1)
+      const result = yield* identity.loginComplete(challengeId, code)
+      assert.strictEqual(result.tokenType, "bearer")
+      assert.strictEqual(result.user.email, "early@example.test")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("at exactly 10 minutes the challenge is expired: 412 whatever the code, and the failure is logged", () =>
+    Effect.gen(function*() {
+      const identity = yield* IdentityService
+      const email = "late@example.test"
+      const { challengeId, code } = yield* startWithCode(email)
+      yield* TestClock.adjust(CHALLENGE_TTL_MS)
+      for (const attempt of [code, wrongCode(code)]) {
+        const error = yield* Effect.flip(identity.loginComplete(challengeId, attempt))
+        assert.strictEqual(error.error.code, "precondition_failed")
+        assert.deepStrictEqual(error.error.details, { reason: "challenge_expired" })
+      }
+      // later still: the same
+      yield* TestClock.adjust(MINUTE)
+      const later = yield* Effect.flip(identity.loginComplete(challengeId, code))
+      assert.strictEqual(later.error.code, "precondition_failed")
+      // the refusals belong to the user once a fresh challenge signs in
+      const result = yield* signIn(email)
+      const failures = (yield* eventsOf(result)).filter((event) => event.eventType === "login.failed")
+      assert.strictEqual(failures.length, 3)
+      for (const failure of failures) {
+        assert.strictEqual(failure.outcome, "failure")
+        assert.strictEqual(failure.metadata["reason"], "challenge_expired")
+        assert.notInclude(JSON.stringify(failure.metadata), code)
+      }
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("five wrong codes spend a challenge even before it expires", () =>
+    Effect.gen(function*() {
+      const identity = yield* IdentityService
+      const { challengeId, code } = yield* startWithCode("spent@example.test")
+      for (let i = 0; i < MAX_FAILED_CODES; i++) {
+        const error = yield* Effect.flip(identity.loginComplete(challengeId, wrongCode(code)))
+        assert.strictEqual(error.error.code, "not_found")
+      }
+      const error = yield* Effect.flip(identity.loginComplete(challengeId, code))
+      assert.strictEqual(error.error.code, "precondition_failed")
+      assert.deepStrictEqual(error.error.details, { reason: "challenge_spent" })
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a session resolves until its 30th day and not from that instant on", () =>
+    Effect.gen(function*() {
+      const identity = yield* IdentityService
+      const result = yield* signIn("long@example.test")
+      assert.strictEqual(result.expiresAt.getTime(), SESSION_TTL_MS)
+      assert.strictEqual(SESSION_TTL_MS, 30 * DAY)
+      const actor = yield* userActor(result)
+      const { session } = yield* identity.session(actor)
+      assert.deepStrictEqual(session, { id: actor.sessionId, createdAt: new Date(0), expiresAt: new Date(30 * DAY) })
+
+      yield* TestClock.adjust(SESSION_TTL_MS - 1)
+      assert.isTrue(Option.isSome(yield* resolve(result.token)), "valid 1 ms before expiry")
+      yield* TestClock.adjust(1)
+      assert.isTrue(Option.isNone(yield* resolve(result.token)), "expired at 30 days")
+      yield* TestClock.adjust(DAY)
+      assert.isTrue(Option.isNone(yield* resolve(result.token)), "still expired later")
+
+      // signing in again opens a fresh 30-day session for the same user
+      const again = yield* signIn("long@example.test")
+      assert.strictEqual(again.user.id, result.user.id)
+      assert.strictEqual(again.expiresAt.getTime(), SESSION_TTL_MS + SESSION_TTL_MS + DAY)
+      assert.isTrue(Option.isSome(yield* resolve(again.token)))
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("logout revokes the session at once, and only that session", () =>
+    Effect.gen(function*() {
+      const identity = yield* IdentityService
+      const one = yield* signIn("twice@example.test")
+      const two = yield* signIn("twice@example.test")
+      const actor = yield* userActor(one)
+      assert.deepStrictEqual(yield* identity.logout(actor), { success: true })
+      assert.isTrue(Option.isNone(yield* resolve(one.token)), "revoked")
+      assert.isTrue(Option.isSome(yield* resolve(two.token)), "the other session lives on")
+      // revocation is permanent, not a time thing
+      yield* TestClock.adjust(MINUTE)
+      assert.isTrue(Option.isNone(yield* resolve(one.token)))
+      const revoked = (yield* eventsOf(two)).filter((event) => event.eventType === "session.revoked")
+      assert.deepStrictEqual(revoked.map((event) => [event.outcome, event.metadata["sessionId"]]), [
+        ["success", actor.sessionId]
+      ])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a token with the right session id but another secret never resolves", () =>
+    Effect.gen(function*() {
+      const result = yield* signIn("forge@example.test")
+      const forged = result.token.replace(/\.[0-9a-f]{64}$/, `.${"0".repeat(64)}`)
+      assert.notStrictEqual(forged, result.token)
+      assert.isTrue(Option.isNone(yield* resolve(forged)))
+      assert.isTrue(Option.isNone(yield* resolve("sps_garbage")))
+      assert.isTrue(Option.isSome(yield* resolve(result.token)))
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("the auth rate limit: 10 per email per 60 s window, Retry-After counts down to the reset", () =>
+    Effect.gen(function*() {
+      const identity = yield* IdentityService
+      const email = "busy@example.test"
+      for (let i = 0; i < 10; i++) yield* identity.loginStart(i % 2 === 0 ? email : ` ${email.toUpperCase()}`)
+      const first = yield* Effect.flip(identity.loginStart(email))
+      assert.instanceOf(first, RateLimited)
+      assert.deepStrictEqual(first.error.details, { scope: "identity", retryAfterSeconds: 60 })
+      yield* TestClock.adjust(30_500)
+      const later = yield* Effect.flip(identity.loginStart(email))
+      assert.deepStrictEqual(later.error.details, { scope: "identity", retryAfterSeconds: 30 })
+      // another address has its own bucket
+      yield* identity.loginStart("calm@example.test")
+      // the window resets 60 s after its first counted request
+      yield* TestClock.adjust(60_000 - 30_500)
+      yield* identity.loginStart(email)
+    }).pipe(Effect.provide(TestLayer)))
+
+  // Known product bug (reported): security-event ids are `v7({ msecs: now })` (platform/ids.ts `newUuid`), which
+  // is not monotonic within one millisecond, so events recorded in the same millisecond list in random order
+  // instead of newest first. Under TestClock every event shares one instant, which makes this deterministic.
+  it.effect("events recorded in the same millisecond list newest first, in the order they happened", () =>
+    Effect.gen(function*() {
+      const identity = yield* IdentityService
+      const email = "order@example.test"
+      const { challengeId, code } = yield* startWithCode(email)
+      for (let i = 0; i < MAX_FAILED_CODES; i++) yield* Effect.flip(identity.loginComplete(challengeId, wrongCode(code)))
+      const result = yield* signIn(email)
+      const events = yield* eventsOf(result)
+      assert.deepStrictEqual(
+        events.map((event) =>
+          [event.eventType, event.metadata["reason"] ?? null, event.metadata["attemptsLeft"] ?? null].join(" ")
+        ),
+        [
+          "session.created  ",
+          "login.succeeded  ",
+          "login.challenge.created  ",
+          "login.failed wrong_code 0",
+          "login.failed wrong_code 1",
+          "login.failed wrong_code 2",
+          "login.failed wrong_code 3",
+          "login.failed wrong_code 4",
+          "login.challenge.created  "
+        ]
+      )
+    }).pipe(Effect.provide(TestLayer)))
+})

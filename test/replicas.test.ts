@@ -1,0 +1,167 @@
+/**
+ * Several replicas on one PostgreSQL database (contract §1 "Several replicas"): two complete servers, each with its
+ * own connection pool and its own in-process state, share one scratch database. Sessions, idempotency slots, rate
+ * limits, signing keys and slugs must behave as one service. Runs only when `DATABASE_URL` names a server.
+ */
+import { Database } from "@cp/persistence"
+import { PgClient } from "@effect/sql-pg"
+import { assert, describe, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { freshEmail, signIn } from "./support/session.ts"
+import { call, TestServer, testServerOver } from "./support/server.ts"
+
+const DATABASE_URL = process.env["DATABASE_URL"]
+
+/** One scratch database on the `DATABASE_URL` server, dropped (connections and all) when the suite ends. */
+class ScratchDatabase extends Context.Service<ScratchDatabase, { readonly url: string }>()("test/ScratchDatabase") {}
+
+const scratchDatabase = Layer.effect(
+  ScratchDatabase,
+  Effect.gen(function*() {
+    const serverUrl = DATABASE_URL ?? ""
+    const admin = Context.get(yield* Layer.build(Database.layerPostgres(serverUrl)), PgClient.PgClient)
+    const name = `cp_replicas_${randomUUID().replaceAll("-", "")}`
+    yield* Effect.acquireRelease(
+      admin`create database ${admin(name)}`,
+      () => Effect.orDie(admin`drop database if exists ${admin(name)} with (force)`)
+    )
+    const url = new URL(serverUrl)
+    url.pathname = `/${name}`
+    return { url: url.toString() }
+  })
+)
+
+/** A whole server on its own pool over `url`; nothing of it is shared with the other replica. */
+const serverOver = (url: string) => testServerOver(Database.layerPostgres(url))
+
+class ReplicaA extends Context.Service<ReplicaA, { readonly baseUrl: string }>()("test/ReplicaA") {}
+class ReplicaB extends Context.Service<ReplicaB, { readonly baseUrl: string }>()("test/ReplicaB") {}
+
+const replicas = Layer.unwrap(Effect.gen(function*() {
+  const { url } = yield* ScratchDatabase
+  // Both start together: migrations run once, under the advisory lock, whichever comes first.
+  return Layer.mergeAll(
+    Layer.effect(ReplicaA, Effect.gen(function*() { return yield* TestServer })).pipe(Layer.provide(serverOver(url))),
+    Layer.effect(ReplicaB, Effect.gen(function*() { return yield* TestServer })).pipe(Layer.provide(serverOver(url)))
+  )
+})).pipe(Layer.provide(scratchDatabase))
+
+type Res = { readonly status: number; readonly headers: Headers; readonly text: string; readonly json: unknown }
+
+const ok = (res: Res): any => {
+  assert.strictEqual(res.status, 200, res.text)
+  return (res.json as any).data
+}
+
+const failedWith = (res: Res, status: number, code: string): any => {
+  assert.strictEqual(res.status, status, res.text)
+  assert.strictEqual((res.json as any).error.code, code)
+  return (res.json as any).error
+}
+
+describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", () => {
+  layer(replicas, { excludeTestServices: true })("two replicas on one PostgreSQL database", (it) => {
+    it.effect("the replicas are distinct servers", () =>
+      Effect.gen(function*() {
+        const a = yield* ReplicaA
+        const b = yield* ReplicaB
+        assert.notStrictEqual(a.baseUrl, b.baseUrl)
+        ok(yield* call(a.baseUrl, "GET", "/health"))
+        ok(yield* call(b.baseUrl, "GET", "/health"))
+      }))
+
+    it.effect("a session works on both; logout on B stops the token on A at once", () =>
+      Effect.gen(function*() {
+        const a = yield* ReplicaA
+        const b = yield* ReplicaB
+        // Started on A, completed on B: the challenge is shared too.
+        const { token, user } = yield* signIn(a.baseUrl, { completeOn: b.baseUrl })
+        assert.strictEqual(ok(yield* call(a.baseUrl, "GET", "/v1/auth/session", { token })).user.id, user.id)
+        assert.strictEqual(ok(yield* call(b.baseUrl, "GET", "/v1/auth/session", { token })).user.id, user.id)
+        assert.deepStrictEqual(ok(yield* call(b.baseUrl, "POST", "/v1/auth/logout", { token })), { success: true })
+        failedWith(yield* call(a.baseUrl, "GET", "/v1/auth/session", { token }), 401, "unauthenticated")
+        failedWith(yield* call(a.baseUrl, "GET", "/v1/organizations", { token }), 401, "unauthenticated")
+        failedWith(yield* call(b.baseUrl, "GET", "/v1/auth/session", { token }), 401, "unauthenticated")
+      }))
+
+    it.effect("an Idempotency-Key request replayed on the other replica returns the stored answer", () =>
+      Effect.gen(function*() {
+        const a = yield* ReplicaA
+        const b = yield* ReplicaB
+        const { token } = yield* signIn(a.baseUrl)
+        const key = `replica-${randomUUID()}`
+        const request = { token, body: { name: "Replicated" }, headers: { "idempotency-key": key } }
+        const first = yield* call(a.baseUrl, "POST", "/v1/organizations", request)
+        ok(first)
+        const again = yield* call(b.baseUrl, "POST", "/v1/organizations", request)
+        assert.strictEqual(again.status, 200)
+        assert.strictEqual(again.text, first.text)
+        assert.strictEqual(again.headers.get("idempotent-replayed"), "true")
+        const list = ok(yield* call(b.baseUrl, "GET", "/v1/organizations", { token }))
+        assert.deepStrictEqual(list.organizations.map((o: any) => o.name), ["Replicated", "Personal"])
+      }))
+
+    it.effect("the same Idempotency-Key sent to both replicas at once creates one workspace", () =>
+      Effect.gen(function*() {
+        const a = yield* ReplicaA
+        const b = yield* ReplicaB
+        const { token } = yield* signIn(a.baseUrl)
+        const request = { token, body: { name: "Raced" }, headers: { "idempotency-key": `race-${randomUUID()}` } }
+        const answers = yield* Effect.all([
+          call(a.baseUrl, "POST", "/v1/organizations", request),
+          call(b.baseUrl, "POST", "/v1/organizations", request),
+          call(a.baseUrl, "POST", "/v1/organizations", request),
+          call(b.baseUrl, "POST", "/v1/organizations", request)
+        ], { concurrency: "unbounded" })
+        for (const res of answers) assert.include([200, 409], res.status, res.text)
+        const fresh = answers.filter((res) => res.status === 200 && res.headers.get("idempotent-replayed") === null)
+        assert.lengthOf(fresh, 1)
+        const list = ok(yield* call(b.baseUrl, "GET", "/v1/organizations", { token }))
+        assert.deepStrictEqual(list.organizations.map((o: any) => o.name), ["Raced", "Personal"])
+      }))
+
+    it.effect("rate limits are shared: 10 login starts on A, the 11th on B is 429", () =>
+      Effect.gen(function*() {
+        const a = yield* ReplicaA
+        const b = yield* ReplicaB
+        const email = freshEmail("limited")
+        for (let i = 0; i < 10; i++) ok(yield* call(a.baseUrl, "POST", "/v1/auth/login/start", { body: { email } }))
+        const res = yield* call(b.baseUrl, "POST", "/v1/auth/login/start", { body: { email } })
+        const error = failedWith(res, 429, "rate_limited")
+        assert.strictEqual(error.details.scope, "identity")
+        assert.isAbove(error.details.retryAfterSeconds, 0)
+        assert.isAtMost(error.details.retryAfterSeconds, 60)
+        assert.strictEqual(res.headers.get("retry-after"), String(error.details.retryAfterSeconds))
+        failedWith(yield* call(a.baseUrl, "POST", "/v1/auth/login/start", { body: { email } }), 429, "rate_limited")
+      }))
+
+    it.effect("cursors and workspaces made on one replica are valid on the other", () =>
+      Effect.gen(function*() {
+        const a = yield* ReplicaA
+        const b = yield* ReplicaB
+        const { token } = yield* signIn(b.baseUrl)
+        const org = ok(yield* call(a.baseUrl, "POST", "/v1/organizations", { token, body: { name: "Made on A" } })).organization
+        assert.deepStrictEqual(ok(yield* call(b.baseUrl, "GET", `/v1/organizations/${org.slug}`, { token })).organization, org)
+        const page = yield* call(a.baseUrl, "GET", "/v1/organizations?limit=1", { token })
+        const cursor = encodeURIComponent((page.json as any).meta.cursor)
+        const rest = ok(yield* call(b.baseUrl, "GET", `/v1/organizations?limit=1&cursor=${cursor}`, { token }))
+        assert.strictEqual(rest.organizations[0].name, "Personal")
+      }))
+
+    it.effect("concurrent creates of one derived slug across replicas get distinct suffixes", () =>
+      Effect.gen(function*() {
+        const a = yield* ReplicaA
+        const b = yield* ReplicaB
+        const { token } = yield* signIn(a.baseUrl)
+        const name = `Crowded ${randomUUID().slice(0, 8)}`
+        const answers = yield* Effect.all(
+          Array.from({ length: 6 }, (_, i) => call(i % 2 === 0 ? a.baseUrl : b.baseUrl, "POST", "/v1/organizations", { token, body: { name } })),
+          { concurrency: "unbounded" }
+        )
+        const slugs = answers.map((res) => ok(res).organization.slug as string).sort()
+        const base = name.toLowerCase().replace(" ", "-")
+        assert.sameMembers(slugs, [base, `${base}-2`, `${base}-3`, `${base}-4`, `${base}-5`, `${base}-6`])
+      }))
+  })
+})

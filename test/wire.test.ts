@@ -1,0 +1,536 @@
+/**
+ * The wire rules that live at the router rather than in one area (contract §1 and §4): the `/v1/workspaces` alias,
+ * 404/405/415/400 answers and the error envelope, request ids, health, the OpenAPI document and docs page,
+ * `Idempotency-Key`, cursor pagination and its misuse, and the event-log write path of a create.
+ */
+import { newUuid } from "@cp/server/platform/ids"
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomUUID } from "node:crypto"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
+import { freshEmail, signIn } from "./support/session.ts"
+import { call, TestServer, testServerOver } from "./support/server.ts"
+
+const serverWithDatabase = testServerOver(databaseLayer("pglite"))
+
+type Res = { readonly status: number; readonly headers: Headers; readonly text: string; readonly json: unknown }
+
+const ok = (res: Res, status = 200): any => {
+  assert.strictEqual(res.status, status, res.text)
+  const body = res.json as any
+  assert.deepStrictEqual(Object.keys(body).sort(), ["data", "meta"])
+  assert.match(body.meta.requestId, /^req_[0-9A-HJKMNP-TV-Z]{26}$/)
+  assert.strictEqual(res.headers.get("x-request-id"), body.meta.requestId)
+  return body.data
+}
+
+/** Every non-2xx answer: `{ error: { code, message, details, requestId } }`, `x-request-id` = `requestId`. */
+const failed = (res: Res, status: number, code: string): any => {
+  assert.strictEqual(res.status, status, res.text)
+  assert.match(res.headers.get("content-type") ?? "", /^application\/json/)
+  const body = res.json as any
+  assert.deepStrictEqual(Object.keys(body), ["error"], res.text)
+  assert.deepStrictEqual(Object.keys(body.error).sort(), ["code", "details", "message", "requestId"])
+  assert.strictEqual(body.error.code, code)
+  assert.isString(body.error.message)
+  assert.isObject(body.error.details)
+  assert.match(body.error.requestId, /^req_[0-9A-HJKMNP-TV-Z]{26}$/)
+  assert.strictEqual(res.headers.get("x-request-id"), body.error.requestId)
+  return body.error
+}
+
+const unique = () => randomUUID().replaceAll("-", "").slice(0, 10)
+
+layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
+  const newUser = (baseUrl: string) =>
+    Effect.gen(function*() {
+      const session = yield* signIn(baseUrl, { email: freshEmail("wire") })
+      const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }))
+      return { ...session, personal: list.organizations[0] }
+    })
+
+  describe("alias", () => {
+    it.effect("alias: list, create, get and children under /v1/workspaces; workspaceId beside every orgId", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        const created = ok(yield* call(baseUrl, "POST", "/v1/workspaces", { token: user.token, body: { name: "Aliased" } }))
+        assert.strictEqual(created.organization.accountId, user.personal.workspaceRef)
+        assert.strictEqual(created.membership.role, "owner")
+
+        const aliasList = ok(yield* call(baseUrl, "GET", "/v1/workspaces", { token: user.token }))
+        const canonicalList = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: user.token }))
+        assert.deepStrictEqual(aliasList, canonicalList, "no orgId in a list of organizations: identical")
+        assert.deepStrictEqual(aliasList.organizations.map((o: any) => o.id), [created.organization.id, user.personal.id])
+
+        for (const ref of [created.organization.id, created.organization.workspaceRef, created.organization.slug]) {
+          const got = ok(yield* call(baseUrl, "GET", `/v1/workspaces/${ref}`, { token: user.token }))
+          assert.deepStrictEqual(got, { organization: created.organization })
+        }
+
+        const children = `/${user.personal.slug}/workspaces`
+        const aliasChildren = ok(yield* call(baseUrl, "GET", `/v1/workspaces${children}`, { token: user.token }))
+        assert.deepStrictEqual(aliasChildren.workspaces, [{
+          orgId: created.organization.id,
+          workspaceId: created.organization.workspaceRef,
+          workspaceRef: created.organization.workspaceRef,
+          name: "Aliased"
+        }])
+        const canonicalChildren = ok(yield* call(baseUrl, "GET", `/v1/organizations${children}`, { token: user.token }))
+        assert.deepStrictEqual(canonicalChildren.workspaces, [{
+          orgId: created.organization.id,
+          workspaceRef: created.organization.workspaceRef,
+          name: "Aliased"
+        }])
+
+        const access = ok(yield* call(baseUrl, "GET", `/v1/workspaces/${created.organization.slug}/effective-access`, {
+          token: user.token
+        }))
+        assert.isTrue(access.permissions.every((d: any) => d.allow))
+
+        // Errors on the alias are the same envelope; only the exact prefix is an alias.
+        failed(yield* call(baseUrl, "GET", "/v1/workspaces/no-such-workspace", { token: user.token }), 404, "not_found")
+        failed(yield* call(baseUrl, "GET", "/v1/workspaces", {}), 401, "unauthenticated")
+        failed(yield* call(baseUrl, "GET", "/v1/workspacesx", { token: user.token }), 404, "not_found")
+        failed(yield* call(baseUrl, "DELETE", "/v1/workspaces", { token: user.token }), 405, "unsupported")
+      }))
+  })
+
+  describe("errors", () => {
+    it.effect("unknown routes: 404 envelope, with or without a token", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        for (const [method, path] of [["GET", "/v1/nope"], ["GET", "/nope"], ["POST", "/v1/nope"], ["GET", "/v1"]]) {
+          failed(yield* call(baseUrl, method!, path!), 404, "not_found")
+          failed(yield* call(baseUrl, method!, path!, { token: user.token }), 404, "not_found")
+        }
+        failed(
+          yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.id}/no-such-thing`, { token: user.token }),
+          404,
+          "not_found"
+        )
+      }))
+
+    it.effect("a known path with a method it lacks: 405 unsupported with Allow", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        const cases: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
+          ["DELETE", "/v1/organizations", ["GET", "POST"]],
+          ["PUT", "/health", ["GET"]],
+          ["GET", "/v1/auth/login/start", ["POST"]],
+          ["POST", `/v1/organizations/${user.personal.id}`, ["GET"]],
+          ["DELETE", "/v1/auth/profile", ["GET", "PATCH"]]
+        ]
+        for (const [method, path, allowed] of cases) {
+          const res = yield* call(baseUrl, method, path, { token: user.token })
+          failed(res, 405, "unsupported")
+          const allow = (res.headers.get("allow") ?? "").split(",").map((m) => m.trim()).sort()
+          assert.deepStrictEqual(allow, [...allowed].sort(), `${method} ${path}`)
+        }
+      }))
+
+    it.effect("a body that is not application/json: 415; malformed JSON: 400", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        for (const contentType of ["text/plain", "application/x-www-form-urlencoded"]) {
+          failed(
+            yield* call(baseUrl, "POST", "/v1/organizations", {
+              token: user.token,
+              body: JSON.stringify({ name: "Typed" }),
+              headers: { "content-type": contentType }
+            }),
+            415,
+            "unsupported"
+          )
+        }
+        failed(
+          yield* call(baseUrl, "POST", "/v1/auth/login/start", {
+            body: JSON.stringify({ email: freshEmail() }),
+            headers: { "content-type": "text/plain" }
+          }),
+          415,
+          "unsupported"
+        )
+        // application/json with a charset is JSON.
+        ok(yield* call(baseUrl, "POST", "/v1/organizations", {
+          token: user.token,
+          body: JSON.stringify({ name: "Charset" }),
+          headers: { "content-type": "application/json; charset=utf-8" }
+        }))
+        for (const body of ["{\"name\":", "{name: 'x'}", "not json"]) {
+          failed(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body }), 400, "bad_request")
+        }
+        failed(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: "{" }), 400, "bad_request")
+        // A JSON value of the wrong shape is a validation failure, not a bad request.
+        const error = failed(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: "[]" }), 422, "validation_failed")
+        assert.isObject(error.details.fields)
+      }))
+
+    // Architecture: an infrastructure failure is a defect that renders as 500 internal_error with the request id,
+    // wherever it happens: in the handler, or at the edge (token, workspace reference, idempotency slot).
+    it.effect("a database failure anywhere answers 500 internal_error in the envelope", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const sql = yield* SqlClient.SqlClient
+        const user = yield* newUser(baseUrl)
+        const broken = (table: string, request: Effect.Effect<Res>) =>
+          Effect.acquireUseRelease(
+            sql.unsafe(`alter table ${table} rename to ${table}_away`),
+            () => request,
+            () => Effect.orDie(sql.unsafe(`alter table ${table}_away rename to ${table}`))
+          )
+        const cases: ReadonlyArray<readonly [string, string, Effect.Effect<Res>]> = [
+          ["handler", "members", call(baseUrl, "GET", "/v1/organizations", { token: user.token })],
+          ["bearer token", "sessions", call(baseUrl, "GET", "/v1/organizations", { token: user.token })],
+          ["workspace reference", "role_bindings", call(baseUrl, "GET", `/v1/organizations/${user.personal.id}`, { token: user.token })],
+          ["idempotency slot", "idempotency_keys", call(baseUrl, "POST", "/v1/organizations", {
+            token: user.token,
+            body: { name: "Never" },
+            headers: { "idempotency-key": `broken-${unique()}` }
+          })]
+        ]
+        const answers: Array<string> = []
+        for (const [where, table, request] of cases) {
+          const res = yield* broken(table, request)
+          answers.push(`${where}: ${res.status} ${res.text === "" ? "(empty body)" : res.text.slice(0, 60)}`)
+          if (res.status === 500 && res.json !== undefined) failed(res, 500, "internal_error")
+        }
+        assert.deepStrictEqual(answers.filter((a) => !a.includes("internal_error")), [], answers.join("\n"))
+      }).pipe(Effect.orDie))
+
+    it.effect("request ids: one per response, in the body and in x-request-id", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const ids = new Set<string>()
+        for (let i = 0; i < 3; i++) {
+          const res = yield* call(baseUrl, "GET", "/health")
+          ok(res)
+          ids.add((res.json as any).meta.requestId)
+          ids.add(failed(yield* call(baseUrl, "GET", "/v1/organizations"), 401, "unauthenticated").requestId)
+        }
+        assert.strictEqual(ids.size, 6)
+      }))
+  })
+
+  describe("health and docs", () => {
+    it.effect("GET /health answers the contract's shape", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const res = yield* call(baseUrl, "GET", "/health")
+        assert.strictEqual(res.status, 200)
+        const body = res.json as any
+        assert.deepStrictEqual(body, { data: { status: "ok", database: "ok" }, meta: { requestId: body.meta.requestId, cursor: null } })
+        assert.strictEqual(res.headers.get("x-request-id"), body.meta.requestId)
+      }))
+
+    it.effect("GET /openapi.json and GET /docs, without credentials", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const spec = yield* call(baseUrl, "GET", "/openapi.json")
+        assert.strictEqual(spec.status, 200)
+        const doc = spec.json as any
+        assert.match(doc.openapi, /^3\./)
+        assert.isString(doc.info.title)
+        for (const path of [
+          "/v1/auth/login/start",
+          "/v1/auth/login/complete",
+          "/v1/auth/session",
+          "/v1/auth/logout",
+          "/v1/organizations",
+          "/v1/organizations/{orgId}",
+          "/v1/organizations/{orgId}/workspaces",
+          "/v1/organizations/{orgId}/effective-access"
+        ]) {
+          assert.property(doc.paths, path)
+        }
+        assert.property(doc.paths["/v1/organizations"], "post")
+        assert.property(doc.paths["/v1/organizations"], "get")
+        const docs = yield* call(baseUrl, "GET", "/docs")
+        assert.strictEqual(docs.status, 200)
+        assert.match(docs.headers.get("content-type") ?? "", /^text\/html/)
+        assert.match(docs.text, /<html/i)
+      }))
+  })
+
+  describe("idempotency", () => {
+    const post = (baseUrl: string, path: string, token: string | undefined, key: string, body: string) =>
+      call(baseUrl, "POST", path, { ...(token === undefined ? {} : { token }), body, headers: { "idempotency-key": key } })
+
+    it.effect("Idempotency-Key: a repeat replays the stored answer byte for byte and changes nothing", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        const key = `key-${unique()}`
+        const slug = `idem-${unique()}`
+        const first = yield* post(baseUrl, "/v1/organizations", user.token, key, JSON.stringify({ name: "Idem", slug }))
+        const created = ok(first)
+        assert.isNull(first.headers.get("idempotent-replayed"))
+        // Same JSON, other key order and spacing.
+        const again = yield* post(baseUrl, "/v1/organizations", user.token, key, `{ "slug" : "${slug}",\n "name": "Idem" }`)
+        assert.strictEqual(again.status, 200)
+        assert.strictEqual(again.text, first.text)
+        assert.strictEqual(again.headers.get("idempotent-replayed"), "true")
+        assert.strictEqual(again.headers.get("x-request-id"), (first.json as any).meta.requestId)
+        // The alias resolves to the same canonical path, hence the same slot.
+        const aliased = yield* post(baseUrl, "/v1/workspaces", user.token, key, JSON.stringify({ name: "Idem", slug }))
+        assert.strictEqual(aliased.headers.get("idempotent-replayed"), "true")
+        assert.strictEqual((aliased.json as any).data.organization.id, created.organization.id)
+        const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: user.token }))
+        assert.deepStrictEqual(list.organizations.map((o: any) => o.slug), [slug, user.personal.slug])
+
+        // A different body under the same key.
+        const reused = failed(
+          yield* post(baseUrl, "/v1/organizations", user.token, key, JSON.stringify({ name: "Other", slug })),
+          422,
+          "validation_failed"
+        )
+        assert.deepInclude(reused.details, { header: "Idempotency-Key", reason: "key_reused" })
+      }))
+
+    it.effect("Idempotency-Key: malformed keys are 422 with details.header and details.reason", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        const slug = `never-${unique()}`
+        for (const key of ["", "has space", "a".repeat(256), "bang!", "slash/key", "é"]) {
+          const error = failed(
+            yield* call(baseUrl, "POST", "/v1/organizations", {
+              token: user.token,
+              body: { name: "Never", slug },
+              headers: { "idempotency-key": Buffer.from(key, "utf8").toString("latin1") }
+            }),
+            422,
+            "validation_failed"
+          )
+          assert.strictEqual(error.details.header, "Idempotency-Key", JSON.stringify(key))
+          assert.isString(error.details.reason)
+        }
+        failed(yield* call(baseUrl, "GET", `/v1/organizations/${slug}`, { token: user.token }), 404, "not_found")
+        // The longest and the most varied valid keys are accepted.
+        for (const key of ["A-z_0.9:".padEnd(255, "x"), "k"]) {
+          ok(yield* post(baseUrl, "/v1/organizations", user.token, key, JSON.stringify({ name: `Valid ${key.length}` })))
+        }
+      }))
+
+    it.effect("Idempotency-Key: slots are per principal and per path", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const alice = yield* newUser(baseUrl)
+        const bob = yield* newUser(baseUrl)
+        const key = `shared-${unique()}`
+        const body = JSON.stringify({ name: "Same key" })
+        const a = yield* post(baseUrl, "/v1/organizations", alice.token, key, body)
+        const b = yield* post(baseUrl, "/v1/organizations", bob.token, key, body)
+        assert.isNull(b.headers.get("idempotent-replayed"))
+        assert.notStrictEqual(ok(b).organization.id, ok(a).organization.id)
+        assert.strictEqual(ok(b).organization.accountId, bob.personal.workspaceRef)
+        // Same principal and key, another path (and another body): a slot of its own.
+        const profile = yield* call(baseUrl, "PATCH", "/v1/auth/profile", {
+          token: alice.token,
+          body: { displayName: "Alice" },
+          headers: { "idempotency-key": key }
+        })
+        assert.strictEqual(ok(profile).user.displayName, "Alice")
+        assert.isNull(profile.headers.get("idempotent-replayed"))
+        // Reads ignore the header.
+        const read = yield* call(baseUrl, "GET", "/v1/organizations", { token: alice.token, headers: { "idempotency-key": key } })
+        ok(read)
+        assert.isNull(read.headers.get("idempotent-replayed"))
+      }))
+
+    it.effect("Idempotency-Key: a 4xx answer is remembered too", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        const invalidKey = `invalid-${unique()}`
+        const invalid = JSON.stringify({ name: "Bad", slug: "Bad Slug" })
+        const first = yield* post(baseUrl, "/v1/organizations", user.token, invalidKey, invalid)
+        const firstError = failed(first, 422, "validation_failed")
+        const again = yield* post(baseUrl, "/v1/organizations", user.token, invalidKey, invalid)
+        assert.strictEqual(again.status, 422)
+        assert.strictEqual(again.text, first.text)
+        assert.strictEqual(again.headers.get("idempotent-replayed"), "true")
+        assert.strictEqual(again.headers.get("x-request-id"), firstError.requestId)
+
+        // A 409 is remembered the same way.
+        const conflictKey = `conflict-${unique()}`
+        const taken = JSON.stringify({ name: "Taken", slug: user.personal.slug })
+        const conflict = yield* post(baseUrl, "/v1/organizations", user.token, conflictKey, taken)
+        failed(conflict, 409, "conflict")
+        const replayed = yield* post(baseUrl, "/v1/organizations", user.token, conflictKey, taken)
+        assert.strictEqual(replayed.text, conflict.text)
+        assert.strictEqual(replayed.headers.get("idempotent-replayed"), "true")
+      }))
+
+    it.effect("Idempotency-Key on an unauthenticated route: login start replays, sending no second code", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const email = freshEmail("idem")
+        const key = `login-${unique()}`
+        const first = yield* post(baseUrl, "/v1/auth/login/start", undefined, key, JSON.stringify({ email }))
+        const again = yield* post(baseUrl, "/v1/auth/login/start", undefined, key, JSON.stringify({ email }))
+        assert.strictEqual(again.text, first.text)
+        assert.strictEqual(again.headers.get("idempotent-replayed"), "true")
+        const outbox = ok(yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`))
+        assert.lengthOf(outbox.messages, 1)
+      }))
+  })
+
+  describe("pagination", () => {
+    it.effect("cursor walk of GET /v1/organizations with limit=1: every workspace exactly once, despite inserts", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        for (const name of ["P1", "P2", "P3"]) ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name } }))
+        const before = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: user.token })).organizations
+          .map((o: any) => o.id)
+        assert.lengthOf(before, 4)
+
+        const seen: Array<string> = []
+        let cursor: string | null = null
+        let pages = 0
+        do {
+          const query: string = `?limit=1${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
+          const res: Res = yield* call(baseUrl, "GET", `/v1/organizations${query}`, { token: user.token })
+          const data = ok(res)
+          assert.isAtMost(data.organizations.length, 1)
+          seen.push(...data.organizations.map((o: any) => o.id))
+          cursor = (res.json as any).meta.cursor
+          if (++pages === 2) {
+            // Inserted mid-walk: must not make the walk skip or repeat anything.
+            ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "Mid walk" } }))
+          }
+          assert.isBelow(pages, 10)
+        } while (cursor !== null)
+        assert.strictEqual(new Set(seen).size, seen.length, "no workspace twice")
+        for (const id of before) assert.include(seen, id)
+        // Walking with limit changing between pages is allowed.
+        const first = yield* call(baseUrl, "GET", "/v1/organizations?limit=2", { token: user.token })
+        const rest = ok(yield* call(baseUrl, "GET", `/v1/organizations?limit=100&cursor=${encodeURIComponent((first.json as any).meta.cursor)}`, {
+          token: user.token
+        }))
+        assert.lengthOf([...ok(first).organizations, ...rest.organizations], 5)
+      }))
+
+    it.effect("cursor misuse: another endpoint, another workspace, another caller, tampered: 422 on cursor", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        const other = yield* newUser(baseUrl)
+        const c1 = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "C1" } })).organization
+        ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "C2" } }))
+        const cursorOf = (path: string, token: string) =>
+          Effect.map(call(baseUrl, "GET", path, { token }), (res) => {
+            ok(res)
+            const cursor = (res.json as any).meta.cursor
+            assert.isString(cursor, path)
+            return encodeURIComponent(cursor as string)
+          })
+        const security = yield* cursorOf("/v1/auth/security-events?limit=1", user.token)
+        const orgs = yield* cursorOf("/v1/organizations?limit=1", user.token)
+        const children = yield* cursorOf(`/v1/organizations/${user.personal.id}/workspaces?limit=1`, user.token)
+        const tampered = orgs.slice(0, -2) + (orgs.endsWith("A") ? "BB" : "AA")
+
+        const misuses: ReadonlyArray<readonly [string, string]> = [
+          [`/v1/organizations?cursor=${security}`, user.token],
+          [`/v1/organizations?cursor=${children}`, user.token],
+          [`/v1/auth/security-events?cursor=${orgs}`, user.token],
+          [`/v1/organizations/${user.personal.id}/workspaces?cursor=${orgs}`, user.token],
+          [`/v1/organizations/${c1.id}/workspaces?cursor=${children}`, user.token],
+          [`/v1/organizations?cursor=${orgs}`, other.token],
+          [`/v1/organizations?cursor=${tampered}`, user.token],
+          ["/v1/organizations?cursor=garbage", user.token],
+          ["/v1/organizations?cursor=", user.token]
+        ]
+        for (const [path, token] of misuses) {
+          const error = failed(yield* call(baseUrl, "GET", path, { token }), 422, "validation_failed")
+          assert.deepStrictEqual(Object.keys(error.details.fields), ["cursor"], path)
+        }
+        ok(yield* call(baseUrl, "GET", `/v1/organizations?cursor=${orgs}`, { token: user.token }))
+      }))
+
+    it.effect("limit outside 1..100 or not an integer: 422 on limit", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        for (const limit of ["0", "101", "abc", "1.5", "-1", ""]) {
+          for (const path of ["/v1/organizations", `/v1/organizations/${user.personal.id}/workspaces`, "/v1/auth/security-events"]) {
+            const error = failed(yield* call(baseUrl, "GET", `${path}?limit=${limit}`, { token: user.token }), 422, "validation_failed")
+            assert.deepStrictEqual(Object.keys(error.details.fields), ["limit"], `${path} limit=${limit}`)
+          }
+        }
+        ok(yield* call(baseUrl, "GET", "/v1/organizations?limit=100", { token: user.token }))
+        ok(yield* call(baseUrl, "GET", "/v1/organizations?limit=1", { token: user.token }))
+      }))
+  })
+
+  describe("event log", () => {
+    it.effect("event log: a create writes organization.created and membership.added, with their audit entries", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const sql = yield* SqlClient.SqlClient
+        const user = yield* newUser(baseUrl)
+        const res = yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "Logged" } })
+        const { organization: org } = ok(res)
+        const requestId = (res.json as any).meta.requestId
+
+        const events = yield* sql<any>`select * from events where org_id = ${org.id}`
+        assert.sameMembers(events.map((e) => e.type), ["organization.created", "membership.added"])
+        for (const event of events) {
+          assert.strictEqual(event.actorType, "user")
+          assert.strictEqual(event.actorId, user.user.id)
+          assert.strictEqual(event.requestId, requestId)
+        }
+        const created = events.find((e) => e.type === "organization.created")
+        const added = events.find((e) => e.type === "membership.added")
+        assert.strictEqual(created.subjectKind, "organization")
+        assert.strictEqual(created.subjectId, org.id)
+        assert.strictEqual(created.subjectName, "Logged")
+        assert.deepInclude(created.data, { orgId: org.id, workspaceRef: org.workspaceRef, slug: org.slug, accountId: org.accountId })
+        assert.strictEqual(added.subjectKind, "member")
+        assert.match(added.subjectId, /^mem_/)
+        assert.deepInclude(added.data, { subjectType: "user", subjectId: user.user.id, role: "owner" })
+
+        const audit = yield* sql<any>`select * from audit_entries where org_id = ${org.id}`
+        assert.lengthOf(audit, 2)
+        for (const event of events) {
+          const entry = audit.find((a) => a.eventId === event.id)
+          assert.isDefined(entry, event.type)
+          assert.strictEqual(entry.eventType, event.type)
+          assert.strictEqual(entry.category, event.type === "organization.created" ? "organization" : "membership")
+          assert.strictEqual(entry.actorType, "user")
+          assert.strictEqual(entry.actorId, user.user.id)
+          assert.strictEqual(entry.requestId, requestId)
+          assert.strictEqual(entry.subjectKind, event.subjectKind)
+          assert.strictEqual(entry.subjectId, event.subjectId)
+        }
+
+        // The Personal workspace of the first sign-in was logged the same way, by the new user.
+        const personal = yield* sql<any>`select type, actor_id from events where org_id = ${user.personal.id}`
+        assert.sameDeepMembers(personal.map((e) => [e.type, e.actorId]), [
+          ["organization.created", user.user.id],
+          ["membership.added", user.user.id]
+        ])
+
+        // A failed create logs nothing.
+        const count = sql<{ n: number }>`select count(*)::int as n from events`
+        const before = (yield* count)[0]!.n
+        failed(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "x", slug: org.slug } }), 409, "conflict")
+        assert.strictEqual((yield* count)[0]!.n, before)
+      }).pipe(Effect.orDie))
+
+    // Contract §4: UUIDs are UUIDv7 "so they sort by time". The event log and audit are read in (occurredAt, id)
+    // order, and one request writes several events in the same millisecond (organization.created, then
+    // membership.added), so ids minted within one millisecond must sort in minting order too.
+    it.effect("event ids minted in the same millisecond sort in minting order", () =>
+      Effect.sync(() => {
+        const now = Date.now()
+        const ids = Array.from({ length: 50 }, () => newUuid(now))
+        assert.deepStrictEqual([...ids].sort(), ids)
+      }))
+  })
+})
