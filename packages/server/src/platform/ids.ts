@@ -14,9 +14,10 @@ import {
 } from "@cp/domain"
 import { randomInt } from "node:crypto"
 import { monotonicFactory } from "ulid"
+import { pooledRandom } from "./crypto.ts"
 import { v7 } from "uuid"
 
-const nextUlid = monotonicFactory()
+const nextUlid = monotonicFactory(pooledRandom)
 
 /** `prefix` + ULID; `now` comes from the caller's Clock so ids sort with the times tests set. */
 export const newId = <P extends string>(prefix: P, now: number): `${P}${string}` => `${prefix}${nextUlid(now)}`

@@ -5,6 +5,7 @@
  */
 import { ServerSecretsRepo } from "@cp/persistence"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { createSecretKey, type KeyObject } from "node:crypto"
 import { AppConfig } from "./config.ts"
 import { randomBase64Url, sha256Hex } from "./crypto.ts"
 
@@ -14,7 +15,8 @@ export interface KeyEncryptionKey {
 }
 
 export class ServerKeys extends Context.Service<ServerKeys, {
-  readonly signingKey: Uint8Array
+  /** A prepared key object: HMAC with it skips the per-call key import. */
+  readonly signingKey: KeyObject
   readonly kek: KeyEncryptionKey
 }>()("@cp/server/ServerKeys") {
   static readonly layer = Layer.effect(
@@ -31,7 +33,7 @@ export class ServerKeys extends Context.Service<ServerKeys, {
       const kek = Buffer.from(yield* read(config.secretsKek, "secrets_kek"), "base64")
       if (kek.length !== 32) return yield* Effect.die(new Error("SECRETS_KEK must be base64 of exactly 32 bytes"))
       return ServerKeys.of({
-        signingKey: Buffer.from(signing, "utf8"),
+        signingKey: createSecretKey(Buffer.from(signing, "utf8")),
         kek: { id: sha256Hex(kek.toString("base64")).slice(0, 12), key: kek }
       })
     })

@@ -3,6 +3,7 @@
  * by hand (start → provider consent → callback). IdentityService is a small recording stand-in over the memory
  * users table; the HTTP end-to-end version runs against the full server.
  */
+import { createSecretKey } from "node:crypto"
 import type { LoginResult, NotFound, PreconditionFailed, UserId } from "@cp/domain"
 import { OAuthRepo, Transactor, UsersRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
@@ -87,7 +88,7 @@ const insertUser = (users: UsersRepo["Service"], email: string, now: number) => 
 }
 
 const TestKeys = Layer.succeed(ServerKeys)({
-  signingKey: Buffer.from("oauth-test-signing-key"),
+  signingKey: createSecretKey(Buffer.from("oauth-test-signing-key")),
   kek: { id: "test", key: new Uint8Array(32) }
 })
 
