@@ -1,0 +1,105 @@
+/**
+ * The real `cpctl` executable against the real server: what a user sees on stdout and stderr, the exit
+ * code, and the credentials file (mode 0600).
+ */
+import { LoginChallenge, Membership, Organization } from "@cp/domain"
+import { NodeServices } from "@effect/platform-node"
+import { assert, layer } from "@effect/vitest"
+import { Effect, FileSystem, Layer, Schema, Stream } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { fileURLToPath } from "node:url"
+import { StoredCredentials } from "../packages/cli/src/credentials.ts"
+import { freshEmail } from "./support/session.ts"
+import { call, TestServer, testServer } from "./support/server.ts"
+
+const bin = fileURLToPath(new URL("../packages/cli/src/bin.ts", import.meta.url))
+
+/** Decodes what `--json` printed (or a file holds) with the domain's own schema. */
+const parse = <S extends Schema.Codec<unknown, unknown>>(schema: S, json: string): S["Type"] =>
+  Schema.decodeUnknownSync(Schema.fromJsonString(schema))(json)
+
+/** Runs the `cpctl` executable with only the given environment; collects its output and exit code. */
+const cpctl = (env: Record<string, string>, ...args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+    const handle = yield* spawner.spawn(
+      ChildProcess.make(process.execPath, [bin, ...args], { env: { ...env, NO_COLOR: "1" }, extendEnv: false })
+    )
+    const text = (stream: Stream.Stream<Uint8Array, unknown>) => Stream.mkString(Stream.decodeText(stream))
+    const [stdout, stderr, exitCode] = yield* Effect.all([text(handle.stdout), text(handle.stderr), handle.exitCode], {
+      concurrency: "unbounded"
+    })
+    return { stdout, stderr, exitCode }
+  }).pipe(Effect.scoped, Effect.orDie)
+
+const Outbox = Schema.Struct({
+  data: Schema.Struct({ messages: Schema.Array(Schema.Struct({ data: Schema.Struct({ code: Schema.String }) })) })
+})
+
+layer(Layer.merge(testServer("memory"), NodeServices.layer), { excludeTestServices: true })("cpctl", (it) => {
+  it.effect("signs in, manages workspaces, prints wire errors, and logs out", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const { baseUrl } = yield* TestServer
+      const dir = `${yield* fs.makeTempDirectoryScoped()}/cpctl`
+      const run = (...args: ReadonlyArray<string>) => cpctl({ CP_CONFIG_DIR: dir }, ...args)
+      const email = freshEmail("cli")
+
+      // Without a terminal, login stops once the code is sent; --challenge and --code finish it.
+      const started = yield* run("login", "--base-url", baseUrl, "--email", email, "--json")
+      assert.strictEqual(started.exitCode, 0, started.stderr)
+      const { challengeId } = parse(Schema.Struct(LoginChallenge), started.stdout)
+      const outbox = yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`)
+      const code = Schema.decodeUnknownSync(Outbox)(outbox.json).data.messages[0]?.data.code ?? ""
+
+      const finish = (attempt: string) => run("login", "--base-url", baseUrl, "--challenge", challengeId, "--code", attempt)
+      const wrong = yield* finish(code === "000000" ? "111111" : "000000")
+      assert.deepStrictEqual(wrong, { stdout: "", stderr: "error not_found: Unknown challenge or wrong code\n", exitCode: 1 })
+      const login = yield* finish(code)
+      assert.strictEqual(login.exitCode, 0, login.stderr)
+      assert.include(login.stdout, `Signed in to ${baseUrl} as ${email}`)
+      const file = `${dir}/credentials.json`
+      const stored = parse(StoredCredentials, yield* fs.readFileString(file))
+      assert.strictEqual(stored.baseUrl, baseUrl)
+      assert.match(stored.token, /^sps_ses_/)
+      assert.strictEqual((yield* fs.stat(file)).mode & 0o777, 0o600)
+      assert.strictEqual((yield* fs.stat(dir)).mode & 0o777, 0o700)
+
+      // No --base-url from here on: the server and token come from the credentials file.
+      const whoami = yield* run("whoami")
+      assert.strictEqual(whoami.exitCode, 0, whoami.stderr)
+      assert.include(whoami.stdout, email)
+
+      const created = yield* run("workspaces", "create", "Acme Corp", "--json")
+      assert.strictEqual(created.exitCode, 0, created.stderr)
+      const { organization, membership } = parse(
+        Schema.Struct({ organization: Organization, membership: Membership }),
+        created.stdout
+      )
+      assert.strictEqual(membership.role, "owner")
+
+      const list = yield* run("workspaces", "list")
+      assert.strictEqual(list.exitCode, 0, list.stderr)
+      assert.match(list.stdout, /^ID\s+SLUG\s+NAME\s+REF\s+KIND\s+CREATED\n/)
+      assert.include(list.stdout, `${organization.id}  ${organization.slug}`)
+
+      const got = yield* run("--json", "workspaces", "get", organization.workspaceRef)
+      assert.deepStrictEqual(parse(Schema.Struct({ organization: Organization }), got.stdout), { organization })
+
+      assert.deepStrictEqual(yield* run("workspaces", "get", "no-such-workspace"), {
+        stdout: "",
+        stderr: "error not_found: Workspace not found\n",
+        exitCode: 1
+      })
+      const taken = yield* run("workspaces", "create", "Again", "--slug", organization.slug)
+      assert.strictEqual(taken.exitCode, 1)
+      assert.match(taken.stderr, /^error conflict: /)
+
+      const logout = yield* run("logout")
+      assert.strictEqual(logout.exitCode, 0, logout.stderr)
+      assert.isFalse(yield* fs.exists(file))
+      const signedOut = yield* run("whoami", "--base-url", baseUrl, "--token", stored.token)
+      assert.strictEqual(signedOut.exitCode, 1)
+      assert.match(signedOut.stderr, /^error unauthenticated: /)
+    }))
+})
