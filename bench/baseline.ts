@@ -34,19 +34,41 @@ const DATA_DIR = process.env["DATA_DIR"] ?? ""
 /** `SessionsRepo.findById`. */
 const SESSION_BY_ID = "select * from sessions where id = $1"
 
-/** `OrganizationsRepo.resolveForSubject`, verbatim. */
+/** `OrganizationsRepo.resolveForSubject`, verbatim: the caller's own bindings and its teams' grants, in one statement. */
 const RESOLVE_FOR_SUBJECT = `
             select o.*, coalesce((
-              select jsonb_agg(jsonb_build_object(
-                'id', b.id, 'orgId', b.org_id, 'subjectType', b.subject_type, 'subjectId', b.subject_id,
-                'role', b.role, 'scopeKind', b.scope_kind, 'scopeRef', b.scope_ref, 'createdAt', b.created_at
-              ) order by b.created_at, b.id)
-              from role_bindings b
-              where b.subject_type = $1 and b.subject_id = $2
-                and b.org_id in (o.id, (select root.id from organizations root where root.public_id = o.account_id))
+              select jsonb_agg(held.binding order by held.created_at, held.id)
+              from (
+                select jsonb_build_object(
+                  'id', b.id, 'orgId', b.org_id, 'subjectType', b.subject_type, 'subjectId', b.subject_id,
+                  'role', b.role, 'scopeKind', b.scope_kind, 'scopeRef', b.scope_ref, 'createdAt', b.created_at
+                ) as binding, b.created_at, b.id
+                from role_bindings b
+                where b.subject_type = $1 and b.subject_id = $2 and b.org_id in (o.id, root.id)
+                union all
+                select jsonb_build_object(
+                  'id', g.id, 'orgId', t.org_id, 'subjectType', tm.subject_type, 'subjectId', tm.subject_id,
+                  'role', g.role, 'scopeKind', g.scope_kind, 'scopeRef', g.scope_ref, 'createdAt', g.created_at,
+                  'teamId', t.id
+                ), g.created_at, g.id
+                from team_members tm
+                join teams t on t.id = tm.team_id
+                join team_role_grants g on g.team_id = tm.team_id
+                where tm.subject_type = $3 and tm.subject_id = $4 and tm.status = 'active'
+                  and t.org_id in (o.id, root.id)
+                  and (
+                    exists (
+                      select 1 from members m
+                      where m.org_id = t.org_id and m.subject_type = tm.subject_type and m.subject_id = tm.subject_id
+                        and m.status = 'active')
+                    or exists (
+                      select 1 from role_bindings rb
+                      where rb.org_id = t.org_id and rb.subject_type = tm.subject_type and rb.subject_id = tm.subject_id))
+              ) held
             ), '[]'::jsonb) as bindings
             from organizations o
-            where o.id = $3 or o.public_id = $4 or o.slug = $5
+            join organizations root on root.public_id = o.account_id
+            where o.id = $5 or o.public_id = $6 or o.slug = $7
             limit 1`
 
 /** `UsersRepo.findByEmail` and `OrganizationsRepo.findBySlug` (the auth limit's workspace bucket). */
@@ -260,7 +282,7 @@ const getOrganization = async (req: IncomingMessage, res: ServerResponse, ref: s
   }>({
     name: "resolve_for_subject",
     text: RESOLVE_FOR_SUBJECT,
-    values: ["user", session.user_id, ref, ref, ref]
+    values: ["user", session.user_id, "user", session.user_id, ref, ref, ref]
   })
   const org = orgs[0]
   // Bindings on the workspace apply directly; on its account root they cascade, except project-scoped ones.

@@ -378,6 +378,24 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         const outbox = ok(yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`))
         assert.lengthOf(outbox.messages, 1)
       }))
+
+    it.effect("Idempotency-Key: a stored answer that carries a secret (a session token) is sealed at rest", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const sql = yield* SqlClient.SqlClient
+        const email = freshEmail("sealed")
+        const challenge = ok(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email } }))
+        const outbox = ok(yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`))
+        const body = JSON.stringify({ challengeId: challenge.challengeId, code: outbox.messages[0].data.code })
+        const key = `complete-${unique()}`
+        const first = ok(yield* post(baseUrl, "/v1/auth/login/complete", undefined, key, body))
+        const again = yield* post(baseUrl, "/v1/auth/login/complete", undefined, key, body)
+        assert.strictEqual(ok(again).token, first.token)
+        const stored = yield* sql<{ body: string }>`select body from idempotency_keys where idempotency_key = ${key}`
+        assert.lengthOf(stored, 1)
+        assert.notInclude(stored[0]?.body ?? "", first.token)
+        assert.match(stored[0]?.body ?? "", /^v1\./)
+      }))
   })
 
   describe("pagination", () => {

@@ -2,7 +2,13 @@
 import { type Cause, Effect } from "effect"
 import { Command } from "effect/cli"
 import { BaseUrlFlag, TokenFlag } from "./client.ts"
+import { access } from "./commands/access.ts"
+import { apiKeys } from "./commands/apiKeys.ts"
+import { audit } from "./commands/audit.ts"
 import { login, logout, whoami } from "./commands/auth.ts"
+import { invitations } from "./commands/invitations.ts"
+import { members } from "./commands/members.ts"
+import { teams } from "./commands/teams.ts"
 import { workspaces } from "./commands/workspaces.ts"
 import { type CpctlError, reportFailure } from "./errors.ts"
 import { JsonOutput } from "./output.ts"
@@ -10,7 +16,7 @@ import { JsonOutput } from "./output.ts"
 /** The whole command tree, with the flags every command accepts. */
 export const cpctl = Command.make("cpctl").pipe(
   Command.withDescription("Admin CLI for the workspace control plane"),
-  Command.withSubcommands([login, logout, whoami, workspaces]),
+  Command.withSubcommands([login, logout, whoami, workspaces, apiKeys, audit, members, invitations, teams, access]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )
 

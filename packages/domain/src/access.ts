@@ -3,6 +3,7 @@
  * permission middleware and effective-access all read these tables.
  */
 import { Schema } from "effect"
+import { TeamId } from "./ids.ts"
 
 /** Permissions that apply to a workspace as a whole. */
 export const workspacePermissions = [
@@ -144,12 +145,20 @@ export const rolePermissions: Record<Role, ReadonlySet<Permission>> = {
 export const ViaKind = Schema.Literals(["direct", "team", "account_cascade"])
 export type ViaKind = typeof ViaKind.Type
 
-/** Why a permission is held: the binding that grants it. */
+/** Where a role applies: a whole account (its root and every child), one workspace, or one project. */
+export const ScopeKind = Schema.Literals(["account", "organization", "project"])
+export type ScopeKind = typeof ScopeKind.Type
+
+/**
+ * Why a permission is held: the binding that grants it. `teamId` is present exactly when the role is held
+ * through a team's grant (`kind: "team"`, or `account_cascade` of a team grant on the account root).
+ */
 export const Via = Schema.Struct({
   kind: ViaKind,
   role: Role,
-  scopeKind: Schema.Literals(["account", "organization", "project"]),
-  scopeRef: Schema.NullOr(Schema.String)
+  scopeKind: ScopeKind,
+  scopeRef: Schema.NullOr(Schema.String),
+  teamId: Schema.optionalKey(TeamId)
 })
 export type Via = typeof Via.Type
 

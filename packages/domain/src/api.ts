@@ -1,9 +1,13 @@
 /** The whole API: one group per area. Validation, OpenAPI, the docs page and the typed client derive from it. */
 import { Context } from "effect"
 import { HttpApi, OpenApi } from "effect/http-api"
+import { ApiKeysApi } from "./apiKeys.ts"
+import { AuditApi } from "./audit.ts"
 import { IdentityApi, SessionApi } from "./identity.ts"
+import { InvitationsApi, MembersApi } from "./members.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
+import { TeamsApi } from "./teams.ts"
 import { WorkspacesApi } from "./workspaces.ts"
 
 export class ControlPlaneApi extends HttpApi.make("control-plane")
@@ -11,6 +15,11 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(IdentityApi)
   .add(SessionApi)
   .add(WorkspacesApi)
+  .add(ApiKeysApi)
+  .add(AuditApi)
+  .add(MembersApi)
+  .add(InvitationsApi)
+  .add(TeamsApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(Context.make(HttpApi.PayloadParseOptions, { errors: "all" }).pipe(

@@ -56,6 +56,17 @@ export const requires = {
   permission: (permission: Permission) => Context.make(RequiredAccess, { _tag: "Permission", permission })
 }
 
+/**
+ * Marks a workspace route that a signed-in caller may reach without seeing the workspace: accepting an invitation
+ * by its token, since the invitee is not a member yet. The edge still resolves the reference (404 when unknown) and
+ * hands the route the caller's grants there, possibly none; the handler decides by the token.
+ */
+export class ReachesHiddenWorkspace extends Context.Service<ReachesHiddenWorkspace, true>()(
+  "@cp/domain/ReachesHiddenWorkspace"
+) {}
+
+export const reachesHiddenWorkspace = Context.make(ReachesHiddenWorkspace, true)
+
 /** Bearer authentication: resolves the token (session or API key) to the current actor. */
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentActor }>()(
   "@cp/domain/Authentication",

@@ -6,12 +6,18 @@ import { SqlClient } from "effect/sql"
 import platform from "./migrations/0001_platform.ts"
 import identity from "./migrations/0002_identity.ts"
 import workspaces from "./migrations/0003_workspaces.ts"
+import apiKeys from "./migrations/0004_api_keys.ts"
+import invitations from "./migrations/0005_invitations.ts"
+import teams from "./migrations/0006_teams.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
   "0001_platform": platform,
   "0002_identity": identity,
-  "0003_workspaces": workspaces
+  "0003_workspaces": workspaces,
+  "0004_api_keys": apiKeys,
+  "0005_invitations": invitations,
+  "0006_teams": teams
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

@@ -23,3 +23,10 @@ export * from "./workspaces/MembersRepo.ts"
 export * from "./workspaces/OrganizationsRepo.ts"
 export * from "./workspaces/RoleBindingsRepo.ts"
 export * from "./workspaces/rows.ts"
+
+export * from "./apiKeys/ApiKeysRepo.ts"
+
+export * from "./teams/rows.ts"
+export * from "./teams/TeamsRepo.ts"
+
+export * from "./members/InvitationsRepo.ts"

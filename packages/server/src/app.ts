@@ -6,11 +6,17 @@ import { ControlPlaneApi } from "@cp/domain"
 import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { ApiKeysHttp } from "./apiKeys/http.ts"
+import { ApiKeysService } from "./apiKeys/service.ts"
+import { AuditHttp } from "./audit/http.ts"
 import { ActorResolverLive } from "./identity/actors.ts"
 import { IdentityHttp, SessionHttp } from "./identity/http.ts"
 import { OAuthService } from "./identity/oauth.ts"
 import { SecurityLog } from "./identity/securityLog.ts"
 import { IdentityService } from "./identity/service.ts"
+import { InvitationsHttp, MembersHttp } from "./members/http.ts"
+import { InvitationsService } from "./members/invitations.ts"
+import { MembersService } from "./members/service.ts"
 import { ApiMiddlewareLive } from "./platform/apiMiddleware.ts"
 import { EdgeLive } from "./platform/edge.ts"
 import { EventLog } from "./platform/events.ts"
@@ -19,12 +25,14 @@ import { Mailer } from "./platform/mailer.ts"
 import { Cursors } from "./platform/pagination.ts"
 import { RateLimiter } from "./platform/rateLimit.ts"
 import { SystemHttp } from "./system/http.ts"
+import { TeamsHttp } from "./teams/http.ts"
+import { TeamsService } from "./teams/service.ts"
 import { WorkspacesHttp } from "./workspaces/http.ts"
 import { WorkspaceResolverLive } from "./workspaces/resolver.ts"
 import { WorkspacesService } from "./workspaces/service.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHttp, IdentityHttp, SessionHttp, WorkspacesHttp]),
+  Layer.provide([SystemHttp, IdentityHttp, SessionHttp, WorkspacesHttp, ApiKeysHttp, AuditHttp, MembersHttp, InvitationsHttp, TeamsHttp]),
   Layer.provide(ApiMiddlewareLive)
 )
 
@@ -33,6 +41,9 @@ const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs" })
 const Services = OAuthService.layer.pipe(
   Layer.provideMerge(IdentityService.layer),
   Layer.provideMerge(WorkspacesService.layer),
+  Layer.provideMerge(TeamsService.layer),
+  Layer.provideMerge(Layer.mergeAll(MembersService.layer, InvitationsService.layer)),
+  Layer.provideMerge(ApiKeysService.layer),
   Layer.provideMerge(Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive, SecurityLog.layer)),
   Layer.provideMerge(Layer.mergeAll(EventLog.layer, RateLimiter.layer, Cursors.layer, Mailer.layer)),
   Layer.provideMerge(ServerKeys.layer)

@@ -1,9 +1,11 @@
 /** One persistence flavour for the whole server: every repository plus the transaction service. */
 import {
+  ApiKeysRepo,
   ChallengesRepo,
   DatabaseHealth,
   EventLogRepo,
   IdempotencyRepo,
+  InvitationsRepo,
   MembersRepo,
   OAuthRepo,
   OrganizationsRepo,
@@ -13,6 +15,7 @@ import {
   SecurityEventsRepo,
   ServerSecretsRepo,
   SessionsRepo,
+  TeamsRepo,
   Transactor,
   UsersRepo
 } from "@cp/persistence"
@@ -33,7 +36,10 @@ export const RepositoriesSql = Layer.mergeAll(
   OAuthRepo.sql,
   OrganizationsRepo.sql,
   MembersRepo.sql,
-  RoleBindingsRepo.sql
+  RoleBindingsRepo.sql,
+  TeamsRepo.sql,
+  InvitationsRepo.sql,
+  ApiKeysRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -51,5 +57,8 @@ export const RepositoriesMemory = Layer.mergeAll(
   OAuthRepo.memory,
   OrganizationsRepo.memory,
   MembersRepo.memory,
-  RoleBindingsRepo.memory
+  RoleBindingsRepo.memory,
+  TeamsRepo.memory,
+  InvitationsRepo.memory,
+  ApiKeysRepo.memory
 )

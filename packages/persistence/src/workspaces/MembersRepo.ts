@@ -1,9 +1,10 @@
 /** Members: a user or service principal belonging to a workspace, at most once per workspace. */
-import { OrgId } from "@cp/domain/ids"
+import { MemberId, OrgId } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Order, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../identity/memoryTable.ts"
+import { atomically } from "../Memory.ts"
 import { newestFirst, WorkspaceTables } from "./MemoryTables.ts"
 import { MemberRow, OrganizationRow, SubjectType } from "./rows.ts"
 
@@ -21,8 +22,32 @@ const uniques: ReadonlyArray<UniqueKey<MemberRow>> = [
 const Membership = Schema.Struct({ orgId: OrgId, subjectType: SubjectType, subjectId: Schema.String })
 const Subject = Schema.Struct({ subjectType: SubjectType, subjectId: Schema.String })
 
+/** Keyset position in a workspace's member list: the last member of the previous page. */
+export interface MemberKey {
+  readonly joinedAt: Date
+  readonly id: string
+}
+
+/** One keyset page of a workspace's members, newest first. */
+export interface MemberPageQuery {
+  readonly orgId: OrgId
+  /** At most this many rows come back: ask for one more than the page size to learn whether another page follows. */
+  readonly limit: number
+  /** Exclusive: the page holds the members strictly after this key in the list's order. */
+  readonly after?: MemberKey
+}
+
+const MemberById = Schema.Struct({ orgId: OrgId, id: MemberId })
+const MemberPage = Schema.Struct({
+  orgId: OrgId,
+  limit: Schema.Int,
+  after: Schema.optionalKey(Schema.Struct({ joinedAt: Schema.Date, id: Schema.String }))
+})
+const LockedOrg = Schema.Struct({ id: OrgId })
+const RemovedMember = Schema.Struct({ id: MemberId })
+
 /** `order by joined_at desc, id desc`: a workspace's members, newest first. */
-const newestMemberFirst = Order.mapInput(newestFirst, (member: MemberRow) => ({ createdAt: member.joinedAt, id: member.id }))
+const newestMemberFirst = Order.mapInput(newestFirst, (key: MemberKey) => ({ createdAt: key.joinedAt, id: key.id }))
 
 /** Workspace memberships. */
 export class MembersRepo extends Context.Service<MembersRepo, {
@@ -36,6 +61,18 @@ export class MembersRepo extends Context.Service<MembersRepo, {
     subjectType: SubjectType,
     subjectId: string
   ) => Effect.Effect<ReadonlyArray<OrganizationRow>>
+  /** The member with this id in this workspace (a member of another workspace is None). */
+  readonly findById: (orgId: OrgId, id: MemberId) => Effect.Effect<Option.Option<MemberRow>>
+  /** Up to `limit` of the workspace's members strictly after `after`, newest first (joinedAt desc, id desc). */
+  readonly listPage: (query: MemberPageQuery) => Effect.Effect<ReadonlyArray<MemberRow>>
+  /** Deletes the membership; false when it was already gone. */
+  readonly remove: (orgId: OrgId, id: MemberId) => Effect.Effect<boolean>
+  /**
+   * Serializes membership changes of one workspace: holds a row lock on the workspace until the surrounding
+   * transaction ends, so checks such as "another owner remains" cannot race. Call inside `Transactor.withTransaction`
+   * (the memory flavour needs nothing: its transactions already run one at a time). False for an unknown workspace.
+   */
+  readonly lockWorkspace: (orgId: OrgId) => Effect.Effect<boolean>
 }>()("@cp/persistence/workspaces/MembersRepo") {
   /** Members in the shared workspace tables, for fast deterministic tests. */
   static readonly memory = Layer.effect(
@@ -63,7 +100,29 @@ export class MembersRepo extends Context.Service<MembersRepo, {
               .flatMap((member) => Option.toArray(Option.fromUndefinedOr(organizations.get(member.orgId))))
               .sort(newestFirst)
           }
-        )
+        ),
+        findById: Effect.fn("MembersRepo.findById")(function*(orgId: OrgId, id: MemberId) {
+          return Option.filter(Option.fromUndefinedOr(members.get(id)), (member) => member.orgId === orgId)
+        }),
+        listPage: Effect.fn("MembersRepo.listPage")(function*({ orgId, limit, after }: MemberPageQuery) {
+          return where((member) =>
+            member.orgId === orgId &&
+            (after === undefined || newestMemberFirst(member, after) > 0)
+          )
+            .sort(newestMemberFirst)
+            .slice(0, limit)
+        }),
+        remove: Effect.fn("MembersRepo.remove")((orgId: OrgId, id: MemberId) =>
+          atomically((changes) => {
+            const member = members.get(id)
+            if (member === undefined || member.orgId !== orgId) return Effect.succeed(false)
+            changes.delete(members, id)
+            return Effect.succeed(true)
+          })
+        ),
+        lockWorkspace: Effect.fn("MembersRepo.lockWorkspace")(function*(orgId: OrgId) {
+          return organizations.has(orgId)
+        })
       })
     })
   ).pipe(Layer.provide(WorkspaceTables.layer))
@@ -99,7 +158,49 @@ export class MembersRepo extends Context.Service<MembersRepo, {
             where m.subject_type = ${subjectType} and m.subject_id = ${subjectId} and m.status = 'active'
             order by o.created_at desc, o.id desc`
       })
+      const findById = SqlSchema.findOneOption({
+        Request: MemberById,
+        Result: MemberRow,
+        execute: ({ orgId, id }) => sql`select * from members where id = ${id} and org_id = ${orgId}`
+      })
+      const listPage = SqlSchema.findAll({
+        Request: MemberPage,
+        Result: MemberRow,
+        execute: ({ orgId, limit, after }) =>
+          sql`
+            select * from members
+            where ${
+            sql.and([
+              sql`org_id = ${orgId}`,
+              ...(after === undefined ? [] : [sql`(joined_at, id) < (${after.joinedAt}, ${after.id})`])
+            ])
+          }
+            order by joined_at desc, id desc
+            limit ${limit}`
+      })
+      const remove = SqlSchema.findAll({
+        Request: MemberById,
+        Result: RemovedMember,
+        execute: ({ orgId, id }) => sql`delete from members where id = ${id} and org_id = ${orgId} returning id`
+      })
+      // `for no key update` conflicts only with itself (and stronger locks): rows referencing the workspace can still
+      // be inserted meanwhile, their foreign-key checks take `for key share`.
+      const lockWorkspace = SqlSchema.findAll({
+        Request: OrgId,
+        Result: LockedOrg,
+        execute: (orgId) => sql`select id from organizations where id = ${orgId} for no key update`
+      })
       return MembersRepo.of({
+        findById: Effect.fn("MembersRepo.findById")((orgId: OrgId, id: MemberId) =>
+          Effect.orDie(findById({ orgId, id }))
+        ),
+        listPage: Effect.fn("MembersRepo.listPage")((query: MemberPageQuery) => Effect.orDie(listPage(query))),
+        remove: Effect.fn("MembersRepo.remove")((orgId: OrgId, id: MemberId) =>
+          remove({ orgId, id }).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+        ),
+        lockWorkspace: Effect.fn("MembersRepo.lockWorkspace")((orgId: OrgId) =>
+          lockWorkspace(orgId).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+        ),
         insert: Effect.fn("MembersRepo.insert")((member: MemberRow) => uniqueViolationOrDie(insert(member))),
         find: Effect.fn("MembersRepo.find")((orgId: OrgId, subjectType: SubjectType, subjectId: string) =>
           Effect.orDie(find({ orgId, subjectType, subjectId }))

@@ -1,11 +1,12 @@
 /** Workspaces (organizations): account roots and their child workspaces, found by any of their three references. */
-import { OrgId, UserId, WorkspaceRef } from "@cp/domain/ids"
+import { OrgId, TeamId, UserId, WorkspaceRef } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../identity/memoryTable.ts"
+import { TeamTables, teamBindingsOfSubject } from "../teams/TeamTables.ts"
 import { bindingsOfSubject, newestFirst, oldestFirst, WorkspaceTables } from "./MemoryTables.ts"
-import { OrganizationRow, RoleBindingFromJson, type RoleBindingRow, SubjectType } from "./rows.ts"
+import { OrganizationRow, RoleBindingFromJson, RoleBindingRow, SubjectType } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of a taken slug. */
 export const organizationsSlugConstraint = "organizations_slug_key"
@@ -17,10 +18,20 @@ export interface SubjectOnWorkspace {
   readonly subjectId: string
 }
 
-/** A resolved workspace with the subject's bindings on it and on its account root; each names its `orgId`. */
+/**
+ * A role the subject holds on a workspace: a role binding of its own, or (`teamId` set) a grant of a team it is a
+ * member of, with the team's workspace as `orgId` and the grant's id, scope and time.
+ */
+export const HeldBinding = Schema.Struct({ ...RoleBindingRow.fields, teamId: Schema.optionalKey(TeamId) })
+export type HeldBinding = typeof HeldBinding.Type
+
+/**
+ * A resolved workspace with the roles the subject holds on it and on its account root, directly or through teams,
+ * in grant order (createdAt, id); each names its `orgId`.
+ */
 export interface ResolvedWorkspace {
   readonly organization: OrganizationRow
-  readonly bindings: ReadonlyArray<RoleBindingRow>
+  readonly bindings: ReadonlyArray<HeldBinding>
 }
 
 const uniques: ReadonlyArray<UniqueKey<OrganizationRow>> = [
@@ -35,7 +46,10 @@ const isSlugOfFamily = (base: string) => (slug: string) =>
 
 const SlugResult = Schema.Struct({ slug: Schema.String })
 const Resolve = Schema.Struct({ ref: Schema.String, subjectType: SubjectType, subjectId: Schema.String })
-const ResolvedRow = Schema.Struct({ ...OrganizationRow.fields, bindings: Schema.Array(RoleBindingFromJson) })
+const ResolvedRow = Schema.Struct({
+  ...OrganizationRow.fields,
+  bindings: Schema.Array(Schema.Struct({ ...RoleBindingFromJson.fields, teamId: Schema.optionalKey(TeamId) }))
+})
 
 /** Workspaces; `resolveForSubject` is the one-round-trip read behind every workspace-scoped request. */
 export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
@@ -50,14 +64,20 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
   readonly listChildren: (accountPublicId: WorkspaceRef) => Effect.Effect<ReadonlyArray<OrganizationRow>>
   /** The caller's own account: the earliest-created root on which the user is `owner` at organization scope. */
   readonly findEarliestOwnedAccountRoot: (userId: UserId) => Effect.Effect<Option.Option<OrganizationRow>>
-  /** The workspace a reference names plus the subject's bindings on it and its account root; None when unknown. */
+  /**
+   * The workspace a reference names plus the roles the subject holds on it and its account root, its own bindings
+   * and its teams' grants; None when unknown. Team grants count only while the subject belongs to the team's
+   * workspace (an active member, or a service principal with a binding there).
+   */
   readonly resolveForSubject: (query: SubjectOnWorkspace) => Effect.Effect<Option.Option<ResolvedWorkspace>>
 }>()("@cp/persistence/workspaces/OrganizationsRepo") {
   /** Workspaces in the shared workspace tables, for fast deterministic tests. */
   static readonly memory = Layer.effect(
     OrganizationsRepo,
     Effect.gen(function*() {
-      const { organizations, roleBindings } = yield* WorkspaceTables
+      const workspaceTables = yield* WorkspaceTables
+      const { organizations, roleBindings } = workspaceTables
+      const teamTables = yield* TeamTables
       const where = (predicate: (org: OrganizationRow) => boolean) => Array.from(organizations.values()).filter(predicate)
       const first = (predicate: (org: OrganizationRow) => boolean) => Option.fromUndefinedOr(where(predicate)[0])
       return OrganizationsRepo.of({
@@ -99,14 +119,18 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
                   onNone: () => [organization.id],
                   onSome: (root) => [organization.id, root.id]
                 })
-                return { organization, bindings: bindingsOfSubject(roleBindings, orgIds, subjectType, subjectId) }
+                const held: Array<HeldBinding> = [
+                  ...bindingsOfSubject(roleBindings, orgIds, subjectType, subjectId),
+                  ...teamBindingsOfSubject(teamTables, workspaceTables, orgIds, subjectType, subjectId)
+                ]
+                return { organization, bindings: held.sort(oldestFirst) }
               })
             )
           }
         )
       })
     })
-  ).pipe(Layer.provide(WorkspaceTables.layer))
+  ).pipe(Layer.provide(Layer.mergeAll(WorkspaceTables.layer, TeamTables.layer)))
 
   /** Workspaces in the `organizations` table. */
   static readonly sql = Layer.effect(
@@ -162,23 +186,46 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
             order by o.created_at, o.id
             limit 1`
       })
-      // One round trip: the workspace by any reference, with the subject's bindings on it and on its account root
-      // aggregated into a JSON array (camelCase keys, as the client leaves JSON untouched).
+      // One round trip: the workspace by any reference, with the roles the subject holds on it and on its account
+      // root, its own bindings and its teams' grants, aggregated into a JSON array (camelCase keys, as the client
+      // leaves JSON untouched). A team grant counts only while the subject belongs to the team's workspace.
       const resolveForSubject = SqlSchema.findOneOption({
         Request: Resolve,
         Result: ResolvedRow,
         execute: ({ ref, subjectType, subjectId }) =>
           sql`
             select o.*, coalesce((
-              select jsonb_agg(jsonb_build_object(
-                'id', b.id, 'orgId', b.org_id, 'subjectType', b.subject_type, 'subjectId', b.subject_id,
-                'role', b.role, 'scopeKind', b.scope_kind, 'scopeRef', b.scope_ref, 'createdAt', b.created_at
-              ) order by b.created_at, b.id)
-              from role_bindings b
-              where b.subject_type = ${subjectType} and b.subject_id = ${subjectId}
-                and b.org_id in (o.id, (select root.id from organizations root where root.public_id = o.account_id))
+              select jsonb_agg(held.binding order by held.created_at, held.id)
+              from (
+                select jsonb_build_object(
+                  'id', b.id, 'orgId', b.org_id, 'subjectType', b.subject_type, 'subjectId', b.subject_id,
+                  'role', b.role, 'scopeKind', b.scope_kind, 'scopeRef', b.scope_ref, 'createdAt', b.created_at
+                ) as binding, b.created_at, b.id
+                from role_bindings b
+                where b.subject_type = ${subjectType} and b.subject_id = ${subjectId} and b.org_id in (o.id, root.id)
+                union all
+                select jsonb_build_object(
+                  'id', g.id, 'orgId', t.org_id, 'subjectType', tm.subject_type, 'subjectId', tm.subject_id,
+                  'role', g.role, 'scopeKind', g.scope_kind, 'scopeRef', g.scope_ref, 'createdAt', g.created_at,
+                  'teamId', t.id
+                ), g.created_at, g.id
+                from team_members tm
+                join teams t on t.id = tm.team_id
+                join team_role_grants g on g.team_id = tm.team_id
+                where tm.subject_type = ${subjectType} and tm.subject_id = ${subjectId} and tm.status = 'active'
+                  and t.org_id in (o.id, root.id)
+                  and (
+                    exists (
+                      select 1 from members m
+                      where m.org_id = t.org_id and m.subject_type = tm.subject_type and m.subject_id = tm.subject_id
+                        and m.status = 'active')
+                    or exists (
+                      select 1 from role_bindings rb
+                      where rb.org_id = t.org_id and rb.subject_type = tm.subject_type and rb.subject_id = tm.subject_id))
+              ) held
             ), '[]'::jsonb) as bindings
             from organizations o
+            join organizations root on root.public_id = o.account_id
             where o.id = ${ref} or o.public_id = ${ref} or o.slug = ${ref}
             limit 1`
       })

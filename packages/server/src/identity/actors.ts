@@ -3,8 +3,9 @@
  * an API key (spec Authentication 4). Sessions are read from the database on every request, so a logout
  * on any replica stops the token at once.
  */
-import { SessionsRepo } from "@cp/persistence"
+import { ApiKeysRepo, SessionsRepo } from "@cp/persistence"
 import { Clock, Effect, Layer, Option } from "effect"
+import { resolveApiKey } from "../apiKeys/bearer.ts"
 import { ActorResolver } from "../platform/actors.ts"
 import { safeEqual } from "../platform/crypto.ts"
 import { parseSessionToken } from "./tokens.ts"
@@ -13,11 +14,11 @@ export const ActorResolverLive = Layer.effect(
   ActorResolver,
   Effect.gen(function*() {
     const sessions = yield* SessionsRepo
+    const apiKeys = yield* ApiKeysRepo
     return ActorResolver.of({
       resolve: Effect.fnUntraced(function*(token) {
         const parsed = parseSessionToken(token)
-        // API keys arrive with the access-control work; until then any other token is unknown.
-        if (parsed === undefined) return Option.none()
+        if (parsed === undefined) return yield* resolveApiKey(apiKeys, token)
         const found = yield* sessions.findById(parsed.sessionId)
         const now = yield* Clock.currentTimeMillis
         return Option.flatMap(found, (session) =>

@@ -11,15 +11,17 @@ import {
   InternalError,
   MethodNotAllowed,
   NotFound,
+  ReachesHiddenWorkspace,
   UnsupportedMediaType,
   wireError
 } from "@cp/domain"
 import { IdempotencyRepo } from "@cp/persistence"
-import { Cause, Clock, Effect, Option, type Types } from "effect"
+import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
 import { newId } from "./ids.ts"
+import { ServerKeys } from "./keys.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { renderError } from "./render.ts"
 import { type ActorResolution, CurrentRequestScope, type RequestScope } from "./requestScope.ts"
@@ -53,6 +55,7 @@ export const EdgeLive = HttpRouter.middleware(
     const actors = yield* ActorResolver
     const workspaces = yield* WorkspaceResolver
     const idempotency = yield* IdempotencyRepo
+    const keys = yield* ServerKeys
     const routes = makeRouteTable(ControlPlaneApi, DOCS_ROUTES)
 
     const resolveActor = (token: string | undefined): Effect.Effect<ActorResolution> =>
@@ -108,8 +111,15 @@ export const EdgeLive = HttpRouter.middleware(
       let workspace: RequestScope["workspace"] = undefined
       const workspaceMatch = actor._tag === "Resolved" ? WORKSPACE_PATH.exec(path) : null
       if (actor._tag === "Resolved" && workspaceMatch !== null) {
-        // Not URL-decoded: valid references (`org_`/`ws_` ids, slugs) contain no escapes.
-        const resolved = yield* workspaces.resolve(workspaceMatch[1] ?? "", actor.actor)
+        // Not URL-decoded: valid references (`org_`/`ws_` ids, slugs) contain no escapes. A route marked
+        // `reachesHiddenWorkspace` (an invitee accepting by token) is reached even without a grant there.
+        const endpoint = routes.endpointAt(original.method, path)
+        const evenIfHidden = endpoint !== undefined &&
+          Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true
+        const resolved = yield* (evenIfHidden ? workspaces.resolveEvenIfHidden : workspaces.resolve)(
+          workspaceMatch[1] ?? "",
+          actor.actor
+        )
         if (Option.isNone(resolved)) return yield* renderError(NOT_VISIBLE)
         workspace = resolved.value
         yield* Effect.annotateCurrentSpan("workspace.id", workspace.organization.id)
@@ -131,7 +141,7 @@ export const EdgeLive = HttpRouter.middleware(
       const key = request.headers[IDEMPOTENCY_HEADER]
       const response = key === undefined || !IDEMPOTENT_METHODS.has(request.method) || actor._tag === "Invalid"
         ? yield* routed
-        : yield* withIdempotencyKey(idempotency, {
+        : yield* withIdempotencyKey(idempotency, keys.kek, {
           key,
           principal: actor._tag === "Resolved" ? actorId(actor.actor) : "",
           method: request.method,

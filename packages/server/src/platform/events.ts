@@ -66,6 +66,7 @@ const redactValue = (value: Schema.Json): Schema.Json => {
 const CATEGORY_BY_PREFIX: ReadonlyArray<readonly [prefix: string, category: string]> = [
   ["organization.", "organization"],
   ["membership.", "membership"],
+  ["member.", "membership"],
   ["invite.", "membership"],
   ["team.", "teams"],
   ["api_key.", "api_keys"],
@@ -89,8 +90,13 @@ const AUDIT_EVENT_TYPE: Readonly<Record<string, string>> = {
   "membership.updated": "member.role_changed"
 }
 
+/**
+ * The audit category of an event type (spec: `api_keys`, `billing`, `membership`, …). An unmapped type falls back to
+ * its first segment, normalised so it is always a value the audit `category` filter accepts.
+ */
 export const auditCategoryOf = (type: string): string =>
-  CATEGORY_BY_PREFIX.find(([prefix]) => type.startsWith(prefix))?.[1] ?? type.split(".")[0] ?? "other"
+  CATEGORY_BY_PREFIX.find(([prefix]) => type.startsWith(prefix))?.[1] ??
+    ((type.split(".")[0] ?? "").toLowerCase().replace(/[^a-z0-9_-]/g, "_").slice(0, 64) || "other")
 
 export class EventLog extends Context.Service<EventLog, {
   /** Appends the event and its audit entry; call inside the mutation's transaction. */

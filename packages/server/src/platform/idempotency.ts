@@ -4,7 +4,9 @@ import type { IdempotencyRepo } from "@cp/persistence"
 import { Duration, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { sha256Hex } from "./crypto.ts"
+import type { KeyEncryptionKey } from "./keys.ts"
 import { renderError } from "./render.ts"
+import { open, seal } from "./secretBox.ts"
 
 export const IDEMPOTENCY_HEADER = "idempotency-key"
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"])
@@ -63,6 +65,7 @@ export const responseText = (response: HttpServerResponse.HttpServerResponse): s
  */
 export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
   repo: IdempotencyRepo["Service"],
+  kek: KeyEncryptionKey,
   request: KeyedRequest,
   routed: Effect.Effect<HttpServerResponse.HttpServerResponse, E>
 ) {
@@ -86,7 +89,11 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
           reason: "key_reused"
         }))
       }
-      return HttpServerResponse.text(started.body, {
+      const body = open(kek, started.body)
+      if (body === undefined) {
+        return yield* renderError(wireError(Conflict, "The stored answer for this Idempotency-Key can no longer be read"))
+      }
+      return HttpServerResponse.text(body, {
         status: started.status,
         contentType: "application/json",
         headers: { ...started.headers, "idempotent-replayed": "true" }
@@ -95,7 +102,14 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
       const response = yield* routed.pipe(Effect.onError(() => repo.release(slot)))
       const text = responseText(response)
       yield* isRememberedStatus(response.status) && text !== undefined
-        ? repo.complete({ ...slot, status: response.status, headers: { "x-request-id": request.requestId }, body: text, now })
+        ? repo.complete({
+          ...slot,
+          status: response.status,
+          headers: { "x-request-id": request.requestId },
+          // Stored answers can carry secrets shown once (API keys, session tokens): sealed at rest.
+          body: seal(kek, text),
+          now
+        })
         : repo.release(slot)
       return response
     }

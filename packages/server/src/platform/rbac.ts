@@ -9,7 +9,10 @@ import {
   type Via
 } from "@cp/domain"
 
-/** A role the subject holds, where it holds it, and how it came to hold it. */
+/**
+ * A role the subject holds, where it holds it, and how it came to hold it: `direct` (a binding of its own), `team`
+ * (a grant of a team it belongs to; `teamId` names the team) or `account_cascade` (held on the account root).
+ */
 export type Grant = Via
 
 const projectScoped: ReadonlySet<string> = new Set(projectPermissions)
@@ -22,7 +25,10 @@ const grantApplies = (grant: Grant, permission: Permission, projectId: string | 
 
 const precedence: Record<Grant["kind"], number> = { direct: 0, team: 1, account_cascade: 2 }
 
-/** The decision for one permission: the most direct grant that allows it, or deny. */
+/**
+ * The decision for one permission: the most direct grant that allows it (`direct` before `team` before
+ * `account_cascade`, the first granted within a kind), or deny when none does.
+ */
 export const decide = (
   grants: ReadonlyArray<Grant>,
   permission: Permission,
@@ -40,6 +46,17 @@ export const decide = (
 /** Every permission the catalog names, each with its decision. */
 export const effectiveAccess = (grants: ReadonlyArray<Grant>, projectId?: string): ReadonlyArray<PermissionDecision> =>
   permissions.map((permission) => decide(grants, permission, projectId))
+
+/**
+ * Whether `grants` hold every permission `role` confers, where it confers it (the workspace, or `projectId` for a
+ * project role): nobody hands out, through a key or a team, more than it holds itself.
+ */
+export const coversRole = (grants: ReadonlyArray<Grant>, role: Role, projectId: string | null): boolean => {
+  for (const permission of rolePermissions[role]) {
+    if (!decide(grants, permission, projectId ?? undefined).allow) return false
+  }
+  return true
+}
 
 /** Whether any grant is an owner grant (account selection and last-owner rules). */
 export const holdsRole = (grants: ReadonlyArray<Grant>, role: Role): boolean =>

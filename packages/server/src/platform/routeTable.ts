@@ -1,9 +1,18 @@
 /** The API's route shapes, so the edge can tell "no such path" (404) from "path exists, wrong method" (405). */
-import { HttpApi, type HttpApiGroup } from "effect/http-api"
+import { HttpApi, type HttpApiEndpoint, type HttpApiGroup } from "effect/http-api"
 
 export interface RouteTable {
   /** The methods served at this path, empty when no route matches it. */
   readonly methodsAt: (path: string) => ReadonlySet<string>
+  /** The API endpoint that serves this method and path (a literal segment wins over a parameter), if any. */
+  readonly endpointAt: (method: string, path: string) => HttpApiEndpoint.Top | undefined
+}
+
+/** One served route; the docs and other routes beside the API have no endpoint. */
+interface Route {
+  readonly pattern: RegExp
+  readonly method: string
+  readonly endpoint?: HttpApiEndpoint.Top
 }
 
 const toPattern = (path: string): RegExp =>
@@ -14,13 +23,20 @@ export const makeRouteTable = <Id extends string, Groups extends HttpApiGroup.Co
   api: HttpApi.HttpApi<Id, Groups>,
   extra: ReadonlyArray<readonly [method: string, path: string]> = []
 ): RouteTable => {
-  const routes: Array<{ readonly pattern: RegExp; readonly method: string }> = []
+  const routes: Array<Route> = []
   HttpApi.reflect(api, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => routes.push({ pattern: toPattern(endpoint.path), method: endpoint.method })
+    onEndpoint: ({ endpoint }) => routes.push({ pattern: toPattern(endpoint.path), method: endpoint.method, endpoint })
   })
   for (const [method, path] of extra) routes.push({ pattern: toPattern(path), method })
+  const parameters = (path: string) => path.split("/").filter((segment) => segment.startsWith(":")).length
   return {
-    methodsAt: (path) => new Set(routes.filter((route) => route.pattern.test(path)).map((route) => route.method))
+    methodsAt: (path) => new Set(routes.filter((route) => route.pattern.test(path)).map((route) => route.method)),
+    endpointAt: (method, path) =>
+      routes
+        .flatMap(({ endpoint, ...route }) =>
+          endpoint !== undefined && route.method === method && route.pattern.test(path) ? [endpoint] : []
+        )
+        .sort((a, b) => parameters(a.path) - parameters(b.path))[0]
   }
 }

@@ -1,19 +1,17 @@
-/** Turns stored role bindings into grants with provenance for one workspace. */
-import type { RoleBindingRow } from "@cp/persistence"
+/** Turns the roles a subject holds (role bindings and team grants) into grants with provenance for one workspace. */
+import type { HeldBinding } from "@cp/persistence"
 import type { Grant } from "../platform/rbac.ts"
 
 /**
- * Bindings on the workspace itself are `direct`; bindings on its account root reach it as
- * `account_cascade` (workspace- and account-scoped ones only: a project role stays in its project).
+ * A role held on the workspace itself is `direct`, or `team` when a team's grant gives it; one held on the
+ * workspace's account root reaches it as `account_cascade` (workspace- and account-scoped ones only: a project role
+ * stays in its project). A grant that came through a team keeps the team's id in `teamId`, cascaded or not.
  */
-export const grantsOf = (orgId: string, bindings: ReadonlyArray<RoleBindingRow>): ReadonlyArray<Grant> =>
+export const grantsOf = (orgId: string, bindings: ReadonlyArray<HeldBinding>): ReadonlyArray<Grant> =>
   bindings.flatMap((binding): ReadonlyArray<Grant> => {
     const onThisWorkspace = binding.orgId === orgId
     if (!onThisWorkspace && binding.scopeKind === "project") return []
-    return [{
-      kind: onThisWorkspace ? "direct" : "account_cascade",
-      role: binding.role,
-      scopeKind: binding.scopeKind,
-      scopeRef: binding.scopeRef
-    }]
+    const { role, scopeKind, scopeRef, teamId } = binding
+    const kind = !onThisWorkspace ? "account_cascade" : teamId === undefined ? "direct" : "team"
+    return [teamId === undefined ? { kind, role, scopeKind, scopeRef } : { kind, role, scopeKind, scopeRef, teamId }]
   })

@@ -21,7 +21,7 @@ export const WorkspaceResolverLive = Layer.effect(
   WorkspaceResolver,
   Effect.gen(function*() {
     const orgs = yield* OrganizationsRepo
-    return WorkspaceResolver.of({
+    const resolver: WorkspaceResolver["Service"] = WorkspaceResolver.of({
       resolve: Effect.fnUntraced(function*(ref, actor) {
         const principal = principalOf(actor)
         if (principal === undefined) return Option.none()
@@ -32,10 +32,18 @@ export const WorkspaceResolverLive = Layer.effect(
           return grants.length === 0 ? Option.none() : Option.some({ organization: toOrganization(organization), grants })
         })
       }),
+      // Only users reach a hidden workspace (an invitee); there they hold no grant, so such a route checks none.
+      resolveEvenIfHidden: Effect.fnUntraced(function*(ref, actor) {
+        const visible = yield* resolver.resolve(ref, actor)
+        if (Option.isSome(visible) || actor.kind !== "user") return visible
+        const found = yield* orgs.resolveForSubject({ ref, subjectType: "user", subjectId: actor.userId })
+        return Option.map(found, ({ organization }) => ({ organization: toOrganization(organization), grants: [] }))
+      }),
       publicIds: Effect.fnUntraced(function*(orgIds) {
         const rows = yield* Effect.forEach(orgIds, (id) => orgs.findById(id))
         return new Map<OrgId, WorkspaceRef>(rows.flatMap(Option.toArray).map((row) => [row.id, row.publicId]))
       })
     })
+    return resolver
   })
 )

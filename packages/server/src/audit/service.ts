@@ -1,0 +1,95 @@
+/**
+ * The audit read path: one page of the workspace's audit entries, newest first, under the audit rate-limit family.
+ * The filters arrive validated by the domain schema (malformed ones never reach this service); here the cursor is
+ * checked against the endpoint, the workspace and the filters before anything is charged or queried.
+ */
+import {
+  type Actor,
+  actorId,
+  type AuditEntry,
+  AuditEntryId,
+  type AuditFilters,
+  type AuditListQuery,
+  type Paged,
+  type RateLimited,
+  type ValidationFailed
+} from "@cp/domain"
+import { type AuditEntryRecord, EventLogRepo } from "@cp/persistence"
+import { Context, Effect, Layer, Schema } from "effect"
+import { type CursorBinding, Cursors, DEFAULT_PAGE_SIZE, pageOf, timeIdPosition } from "../platform/pagination.ts"
+import { auditFamily, RateLimiter } from "../platform/rateLimit.ts"
+import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
+
+/** The wire view of a stored entry: the spec's fields, the subject as `{ kind, id, name }`. */
+export const toAuditEntry = (row: AuditEntryRecord): AuditEntry => ({
+  id: row.id,
+  eventId: row.eventId,
+  orgId: row.orgId,
+  projectId: row.projectId,
+  environmentId: row.environmentId,
+  actorType: row.actorType,
+  actorId: row.actorId,
+  eventType: row.eventType,
+  source: row.source,
+  category: row.category,
+  description: row.description,
+  subject: { kind: row.subjectKind, id: row.subjectId, name: row.subjectName },
+  occurredAt: row.occurredAt,
+  requestId: row.requestId,
+  correlationId: row.correlationId,
+  payload: row.payload
+})
+
+/** Keyset position in an audit walk: the last entry's `(occurredAt, id)`. */
+const AuditPosition = Schema.Struct({ at: Schema.String, id: AuditEntryId })
+
+/**
+ * The filters as a cursor binds them: only the ones given, instants as ISO strings (the canonical JSON of a `Date`
+ * would be `{}`), so `?from=…+02:00` and the same instant in `Z` are one walk, and an empty filter is no filter.
+ */
+const boundFilters = (filters: AuditFilters): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(filters).flatMap(([key, value]) =>
+      value === undefined ? [] : [[key, value instanceof Date ? value.toISOString() : String(value)]]
+    )
+  )
+
+export class AuditService extends Context.Service<AuditService, {
+  /** One page of `workspace`'s audit entries matching every filter given, newest first. */
+  readonly list: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    query: AuditListQuery
+  ) => Effect.Effect<Paged<{ readonly auditEntries: ReadonlyArray<AuditEntry> }>, ValidationFailed | RateLimited>
+}>()("@cp/server/AuditService") {
+  static readonly layer = Layer.effect(
+    AuditService,
+    Effect.gen(function*() {
+      const log = yield* EventLogRepo
+      const cursors = yield* Cursors
+      const limiter = yield* RateLimiter
+
+      return AuditService.of({
+        list: Effect.fn("Audit.list")(function*(actor, workspace, query) {
+          const { limit = DEFAULT_PAGE_SIZE, cursor, ...filters } = query
+          const orgId = workspace.organization.id
+          const binding: CursorBinding = { endpoint: "audit.list", scope: orgId, filters: boundFilters(filters) }
+          // A foreign or tampered cursor is the caller's 422, like a malformed filter: nothing charged or read.
+          const after = yield* cursors.decode(binding, cursor, AuditPosition)
+          yield* limiter.consume(auditFamily, actorId(actor), orgId)
+          const rows = yield* log.listAudit({
+            orgId,
+            ...filters,
+            limit: limit + 1,
+            ...(after === undefined ? {} : { after: { occurredAt: new Date(after.at), id: after.id } })
+          })
+          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.occurredAt, row.id))
+          return {
+            data: { auditEntries: items.map(toAuditEntry) },
+            cursor: next === undefined ? null : cursors.encode(binding, next)
+          }
+        })
+      })
+    })
+  )
+}

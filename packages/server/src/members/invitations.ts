@@ -1,0 +1,400 @@
+/**
+ * Invitations (spec: invitation; "Members and invitations" endpoints; invitation states; contract §2 and §4): an
+ * owner or admin invites an email address to a workspace role; the token travels by mail (and, in development and
+ * test, in the create answer); the recipient, signed in with that verified address, accepts by token or by id and
+ * becomes a member with that role. Invitations are valid 7 days; expiry is read from `expiresAt`, never stored.
+ */
+import {
+  type AcceptedInvitation,
+  type Actor,
+  Conflict,
+  Forbidden,
+  type Invitation,
+  type InvitationId,
+  type InvitationStatus,
+  type MyInvitation,
+  NotFound,
+  type Paged,
+  PreconditionFailed,
+  type ValidationFailed,
+  wireError,
+  type WorkspaceRole
+} from "@cp/domain"
+import {
+  type InvitationRow,
+  InvitationsRepo,
+  MembersRepo,
+  RoleBindingsRepo,
+  Transactor,
+  type UserRow,
+  UsersRepo
+} from "@cp/persistence"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { normalizeEmail } from "../identity/service.ts"
+import { AppConfig } from "../platform/config.ts"
+import { hmacSha256Hex, randomBase64Url } from "../platform/crypto.ts"
+import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
+import { mint, newUuid } from "../platform/ids.ts"
+import { ServerKeys } from "../platform/keys.ts"
+import { Mailer } from "../platform/mailer.ts"
+import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { holdsRole } from "../platform/rbac.ts"
+import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
+import { ownerRequired, type PageRequest } from "./service.ts"
+
+export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000
+
+/** Workspaces have no lifecycle yet: every workspace an invitation can name is active. */
+const ACTIVE_WORKSPACE = "active"
+
+/** The status an invitation reads as at `now`: a pending one past its `expiresAt` is expired. */
+export const statusAt = (row: InvitationRow, now: number): InvitationStatus =>
+  row.status === "pending" && row.expiresAt.getTime() <= now ? "expired" : row.status
+
+export const toInvitation = (row: InvitationRow, now: number): Invitation => ({
+  id: row.id,
+  email: row.email,
+  role: row.role,
+  status: statusAt(row, now),
+  invitedBy: row.invitedBy,
+  expiresAt: row.expiresAt,
+  createdAt: row.createdAt,
+  acceptedAt: row.acceptedAt,
+  revokedAt: row.revokedAt
+})
+
+/** 412 for an invitation that can no longer be accepted or revoked, with the state in `details.reason`. */
+const notActionable = (row: InvitationRow, now: number) => {
+  const status = statusAt(row, now)
+  return wireError(PreconditionFailed, `This invitation is ${status === "pending" ? "no longer pending" : status}`, {
+    reason: `invitation_${status}`,
+    status
+  })
+}
+
+const notRecipient = () =>
+  wireError(Forbidden, "This invitation is addressed to another email address", { reason: "not_recipient" })
+
+export interface CreatedInvitation {
+  readonly invitation: Invitation
+  readonly delivery?: { readonly mode: "local_debug"; readonly token: string }
+}
+
+export class InvitationsService extends Context.Service<InvitationsService, {
+  readonly create: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    input: { readonly email: string; readonly role: WorkspaceRole }
+  ) => Effect.Effect<CreatedInvitation, Forbidden | Conflict>
+  /** Every invitation of the workspace (any status, or the one asked for), newest first. */
+  readonly list: (
+    workspace: ResolvedWorkspace,
+    query: PageRequest & { readonly status?: InvitationStatus }
+  ) => Effect.Effect<Paged<{ readonly invitations: ReadonlyArray<Invitation> }>, ValidationFailed>
+  readonly revoke: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    invitationId: InvitationId
+  ) => Effect.Effect<{ readonly invitation: Invitation }, NotFound | PreconditionFailed>
+  /** The recipient accepts with the mailed token, on the workspace the invitation is for. */
+  readonly acceptByToken: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    token: string
+  ) => Effect.Effect<AcceptedInvitation, Forbidden | NotFound | PreconditionFailed | Conflict>
+  /** The caller's pending, unexpired invitations (by its verified email), newest first. */
+  readonly mine: (
+    actor: Actor,
+    page: PageRequest
+  ) => Effect.Effect<Paged<{ readonly invitations: ReadonlyArray<MyInvitation> }>, ValidationFailed>
+  /** The signed-in recipient accepts one of its invitations by id. */
+  readonly acceptById: (
+    actor: Actor,
+    invitationId: InvitationId
+  ) => Effect.Effect<AcceptedInvitation, Forbidden | NotFound | PreconditionFailed | Conflict>
+}>()("@cp/server/InvitationsService") {
+  static readonly layer = Layer.effect(
+    InvitationsService,
+    Effect.gen(function*() {
+      const invitations = yield* InvitationsRepo
+      const members = yield* MembersRepo
+      const bindings = yield* RoleBindingsRepo
+      const users = yield* UsersRepo
+      const tx = yield* Transactor
+      const events = yield* EventLog
+      const cursors = yield* Cursors
+      const mailer = yield* Mailer
+      const keys = yield* ServerKeys
+      const config = yield* AppConfig
+
+      /** Only an HMAC under the server's signing key is stored (contract §3), so a dump yields no usable token. */
+      const tokenHash = (token: string) => hmacSha256Hex(keys.signingKey, `invitation:${token}`)
+
+      const userOf = (userId: UserRow["id"]) =>
+        Effect.flatMap(users.findById(userId), Option.match({
+          onNone: () => Effect.die(new Error(`authenticated user ${userId} is missing`)),
+          onSome: Effect.succeed
+        }))
+
+      /** The signed-in user the invitation is addressed to, by verified email; 403 for anyone (or anything) else. */
+      const recipient = Effect.fnUntraced(function*(actor: Actor, invitation: InvitationRow) {
+        if (actor.kind !== "user") return yield* notRecipient()
+        const user = yield* userOf(actor.userId)
+        if (!user.emailVerified || normalizeEmail(user.email) !== invitation.email) return yield* notRecipient()
+        return user
+      })
+
+      const accept = Effect.fnUntraced(function*(actor: Actor, found: InvitationRow) {
+        const user = yield* recipient(actor, found)
+        const now = yield* Clock.currentTimeMillis
+        if (statusAt(found, now) !== "pending") return yield* notActionable(found, now)
+        return yield* tx.withTransaction(Effect.gen(function*() {
+          yield* members.lockWorkspace(found.orgId)
+          if (Option.isSome(yield* members.find(found.orgId, "user", user.id))) {
+            return yield* wireError(Conflict, "You are already a member of this workspace", {
+              reason: "already_member"
+            })
+          }
+          const at = new Date(now)
+          const accepted = yield* invitations.accept(found.id, at, user.id)
+          if (Option.isNone(accepted)) {
+            // Accepted, revoked (or expired) by someone else since it was read.
+            const current = yield* invitations.findById(found.id)
+            return yield* notActionable(Option.getOrElse(current, () => found), now)
+          }
+          const memberId = mint.member(now)
+          // The membership was checked above under the workspace lock: a collision is a defect.
+          yield* members.insert({
+            id: memberId,
+            orgId: found.orgId,
+            subjectType: "user",
+            subjectId: user.id,
+            status: "active",
+            joinedAt: at
+          }).pipe(Effect.orDie)
+          yield* bindings.insert({
+            id: newUuid(now),
+            orgId: found.orgId,
+            subjectType: "user",
+            subjectId: user.id,
+            role: found.role,
+            scopeKind: "organization",
+            scopeRef: null,
+            createdAt: at
+          }).pipe(Effect.orDie)
+          const actorOfEvent: EventActor = { actorType: "user", actorId: user.id }
+          yield* events.record({
+            orgId: found.orgId,
+            type: "invite.accepted",
+            actor: actorOfEvent,
+            subject: { kind: "invitation", id: found.id, name: found.email },
+            data: { invitationId: found.id, email: found.email, role: found.role, userId: user.id, memberId },
+            description: `Invitation for ${found.email} accepted`
+          })
+          yield* events.record({
+            orgId: found.orgId,
+            type: "membership.added",
+            actor: actorOfEvent,
+            subject: { kind: "member", id: memberId, name: null },
+            data: { memberId, subjectType: "user", subjectId: user.id, role: found.role, invitationId: found.id },
+            description: `Joined as ${found.role} by invitation`
+          })
+          return {
+            invitation: toInvitation(accepted.value, now),
+            membership: { id: memberId, role: found.role, joinedAt: at, status: "active" }
+          }
+        }))
+      })
+
+      const inviteMail = (input: {
+        readonly invitation: InvitationRow
+        readonly token: string
+        readonly workspace: ResolvedWorkspace
+        readonly inviter: UserRow
+      }) => {
+        const { invitation, token, workspace, inviter } = input
+        const org = workspace.organization
+        const acceptUrl = `${config.publicBaseUrl}/v1/organizations/${org.id}/invitations/accept`
+        return mailer.send({
+          to: invitation.email,
+          template: "invitation",
+          subject: `You are invited to join ${org.name}`,
+          text: [
+            `${inviter.displayName ?? inviter.email} invited you to join the workspace "${org.name}"`,
+            `as ${invitation.role}.`,
+            "",
+            `Sign in as ${invitation.email}, then accept with this token:`,
+            `  POST ${acceptUrl}  {"token":"${token}"}`,
+            `  or: cpctl invitations accept --org ${org.id} --token ${token}`,
+            "",
+            `The invitation expires at ${invitation.expiresAt.toISOString()}.`,
+            "If you did not expect it, ignore this message."
+          ].join("\n"),
+          data: { token, invitationId: invitation.id, orgId: org.id }
+        })
+      }
+
+      return InvitationsService.of({
+        create: Effect.fn("Invitations.create")(function*(actor, workspace, input) {
+          // The spec's `invitedBy` is a user: API keys do not invite.
+          if (actor.kind !== "user") {
+            return yield* wireError(Forbidden, "Only a signed-in user can invite", { reason: "user_required" })
+          }
+          if (input.role === "owner" && !holdsRole(workspace.grants, "owner")) {
+            return yield* ownerRequired("invite an owner")
+          }
+          const orgId = workspace.organization.id
+          const email = normalizeEmail(input.email)
+          const now = yield* Clock.currentTimeMillis
+          const token = `cpinv_${randomBase64Url(32)}`
+          const row: InvitationRow = {
+            id: mint.invitation(now),
+            orgId,
+            email,
+            role: input.role,
+            status: "pending",
+            tokenHash: tokenHash(token),
+            invitedBy: actor.userId,
+            expiresAt: new Date(now + INVITATION_TTL_MS),
+            createdAt: new Date(now),
+            acceptedAt: null,
+            acceptedBy: null,
+            revokedAt: null
+          }
+          yield* tx.withTransaction(Effect.gen(function*() {
+            yield* members.lockWorkspace(orgId)
+            const invitee = yield* users.findByEmail(email)
+            if (Option.isSome(invitee) && Option.isSome(yield* members.find(orgId, "user", invitee.value.id))) {
+              return yield* wireError(Conflict, `${email} is already a member of this workspace`, {
+                reason: "already_member"
+              })
+            }
+            const pending = yield* invitations.findPending(orgId, email, row.createdAt)
+            if (Option.isSome(pending)) {
+              const message = `${email} already has a pending invitation; revoke it to invite again`
+              return yield* wireError(Conflict, message, { reason: "already_invited", invitationId: pending.value.id })
+            }
+            // A fresh id and 256 random bits: a collision is a defect.
+            yield* invitations.insert(row).pipe(Effect.orDie)
+            yield* events.record({
+              orgId,
+              type: "invite.created",
+              actor: eventActorOf(actor),
+              subject: { kind: "invitation", id: row.id, name: email },
+              data: { invitationId: row.id, email, role: row.role, expiresAt: row.expiresAt.toISOString() },
+              description: `Invited ${email} as ${row.role}`
+            })
+          }))
+          yield* inviteMail({ invitation: row, token, workspace, inviter: yield* userOf(actor.userId) })
+          const invitation = toInvitation(row, now)
+          // The token in the answer only where it is safe to show (contract §4): development and test.
+          return AppConfig.isLocal(config)
+            ? { invitation, delivery: { mode: "local_debug" as const, token } }
+            : { invitation }
+        }),
+
+        list: Effect.fn("Invitations.list")(function*(workspace, query) {
+          const orgId = workspace.organization.id
+          const binding = {
+            endpoint: "invitations.list",
+            scope: orgId,
+            filters: query.status === undefined ? {} : { status: query.status }
+          }
+          const after = yield* cursors.decode(binding, query.cursor, TimeIdPosition)
+          const limit = query.limit ?? DEFAULT_PAGE_SIZE
+          const now = yield* Clock.currentTimeMillis
+          const rows = yield* invitations.listPage({
+            orgId,
+            now: new Date(now),
+            limit: limit + 1,
+            ...(query.status === undefined ? {} : { status: query.status }),
+            ...(after === undefined ? {} : { after: { createdAt: new Date(after.at), id: after.id } })
+          })
+          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
+          return {
+            data: { invitations: items.map((row) => toInvitation(row, now)) },
+            cursor: next === undefined ? null : cursors.encode(binding, next)
+          }
+        }),
+
+        revoke: Effect.fn("Invitations.revoke")(function*(actor, workspace, invitationId) {
+          const orgId = workspace.organization.id
+          const found = Option.filter(yield* invitations.findById(invitationId), (row) => row.orgId === orgId)
+          if (Option.isNone(found)) return yield* wireError(NotFound, "Invitation not found")
+          const now = yield* Clock.currentTimeMillis
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            const revoked = yield* invitations.revoke(invitationId, new Date(now))
+            if (Option.isNone(revoked)) {
+              const current = yield* invitations.findById(invitationId)
+              return yield* notActionable(Option.getOrElse(current, () => found.value), now)
+            }
+            const row = revoked.value
+            yield* events.record({
+              orgId,
+              type: "invite.revoked",
+              actor: eventActorOf(actor),
+              subject: { kind: "invitation", id: row.id, name: row.email },
+              data: { invitationId: row.id, email: row.email, role: row.role },
+              description: `Invitation for ${row.email} revoked`
+            })
+            return { invitation: toInvitation(row, now) }
+          }))
+        }),
+
+        acceptByToken: Effect.fn("Invitations.acceptByToken")(function*(actor, workspace, token) {
+          const found = Option.filter(
+            yield* invitations.findByTokenHash(tokenHash(token)),
+            (row) => row.orgId === workspace.organization.id
+          )
+          if (Option.isNone(found)) return yield* wireError(NotFound, "No invitation to this workspace has this token")
+          return yield* accept(actor, found.value)
+        }),
+
+        mine: Effect.fn("Invitations.mine")(function*(actor, page) {
+          const binding = { endpoint: "me.invitations", scope: actor.kind === "user" ? actor.userId : "" }
+          const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
+          // Invitations are addressed to people: an API key has none.
+          if (actor.kind !== "user") return { data: { invitations: [] }, cursor: null }
+          const user = yield* userOf(actor.userId)
+          if (!user.emailVerified) return { data: { invitations: [] }, cursor: null }
+          const limit = page.limit ?? DEFAULT_PAGE_SIZE
+          const now = yield* Clock.currentTimeMillis
+          const rows = yield* invitations.listPendingForEmail({
+            email: normalizeEmail(user.email),
+            now: new Date(now),
+            limit: limit + 1,
+            ...(after === undefined ? {} : { after: { createdAt: new Date(after.at), id: after.id } })
+          })
+          const { items, next } = pageOf(rows, limit, ({ invitation }) =>
+            timeIdPosition(invitation.createdAt, invitation.id))
+          return {
+            data: {
+              invitations: items.map(({ invitation, org }): MyInvitation => ({
+                id: invitation.id,
+                email: invitation.email,
+                role: invitation.role,
+                invitedBy: invitation.invitedBy,
+                expiresAt: invitation.expiresAt,
+                createdAt: invitation.createdAt,
+                org: {
+                  id: org.id,
+                  name: org.name,
+                  slug: org.slug,
+                  workspaceRef: org.publicId,
+                  status: ACTIVE_WORKSPACE
+                }
+              }))
+            },
+            cursor: next === undefined ? null : cursors.encode(binding, next)
+          }
+        }),
+
+        acceptById: Effect.fn("Invitations.acceptById")(function*(actor, invitationId) {
+          const found = yield* invitations.findById(invitationId)
+          if (Option.isNone(found)) return yield* wireError(NotFound, "Invitation not found")
+          return yield* accept(actor, found.value)
+        })
+      })
+    })
+  )
+}

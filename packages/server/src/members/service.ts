@@ -1,0 +1,217 @@
+/**
+ * Members (spec: Member; "Members and invitations" endpoints; contract §5): the workspace's members with their
+ * roles, changing a member's workspace role, removing a member. Owners are protected twice: only an owner may
+ * change or remove an owner or make someone owner, and a workspace never loses its last owner.
+ */
+import {
+  type Actor,
+  Forbidden,
+  type Member,
+  type MemberId,
+  NotFound,
+  type OrgId,
+  type Paged,
+  PreconditionFailed,
+  type ValidationFailed,
+  wireError,
+  type WorkspaceRole
+} from "@cp/domain"
+import { type MemberRow, MembersRepo, type RoleBindingRow, RoleBindingsRepo, Transactor } from "@cp/persistence"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { eventActorOf, EventLog } from "../platform/events.ts"
+import { newUuid } from "../platform/ids.ts"
+import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { holdsRole } from "../platform/rbac.ts"
+import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
+
+export interface PageRequest {
+  readonly limit?: number
+  readonly cursor?: string
+}
+
+/** The API view of a member: its roles are its role bindings on this workspace, in grant order. */
+export const toMember = (row: MemberRow, bindings: ReadonlyArray<RoleBindingRow>): Member => ({
+  id: row.id,
+  subjectType: row.subjectType,
+  subjectId: row.subjectId,
+  status: row.status,
+  joinedAt: row.joinedAt,
+  roles: bindings
+    .filter((binding) => binding.subjectType === row.subjectType && binding.subjectId === row.subjectId)
+    .map((binding) => ({ role: binding.role, scopeKind: binding.scopeKind }))
+})
+
+/** An owner binding that makes its holder an owner of the whole workspace (not a project role). */
+const isOwnerBinding = (binding: RoleBindingRow): boolean => binding.role === "owner" && binding.scopeKind !== "project"
+
+/** 403 for an admin (or anyone short of owner) touching an owner or the owner role (contract §5). */
+export const ownerRequired = (what: string) =>
+  wireError(Forbidden, `Only an owner can ${what}`, { reason: "owner_required" })
+
+const lastOwner = () =>
+  wireError(PreconditionFailed, "A workspace must keep at least one owner; make another member owner first", {
+    reason: "last_owner"
+  })
+
+const memberNotFound = () => wireError(NotFound, "Member not found")
+
+export class MembersService extends Context.Service<MembersService, {
+  readonly list: (
+    workspace: ResolvedWorkspace,
+    page: PageRequest
+  ) => Effect.Effect<Paged<{ readonly members: ReadonlyArray<Member> }>, ValidationFailed>
+  /** Makes `role` the member's only role binding on the workspace (organization scope). */
+  readonly updateRole: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    memberId: MemberId,
+    role: WorkspaceRole
+  ) => Effect.Effect<{ readonly member: Member }, Forbidden | NotFound | PreconditionFailed>
+  /** Deletes the membership and every role binding the member holds on the workspace. */
+  readonly remove: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    memberId: MemberId
+  ) => Effect.Effect<{ readonly deleted: true }, Forbidden | NotFound | PreconditionFailed>
+}>()("@cp/server/MembersService") {
+  static readonly layer = Layer.effect(
+    MembersService,
+    Effect.gen(function*() {
+      const members = yield* MembersRepo
+      const bindings = yield* RoleBindingsRepo
+      const tx = yield* Transactor
+      const events = yield* EventLog
+      const cursors = yield* Cursors
+
+      /**
+       * Inside a transaction: locks the workspace's memberships, then reads the member and its bindings there, so the
+       * owner checks below see every concurrent change that committed first.
+       */
+      const lockedMember = Effect.fnUntraced(function*(orgId: OrgId, memberId: MemberId) {
+        yield* members.lockWorkspace(orgId)
+        const member = yield* members.findById(orgId, memberId)
+        if (Option.isNone(member)) return yield* memberNotFound()
+        const held = yield* bindings.listForSubject(orgId, member.value.subjectType, member.value.subjectId)
+        return { member: member.value, held }
+      })
+
+      /** Whether a user other than `member` holds the owner role on the workspace directly. */
+      const anotherOwnerRemains = Effect.fnUntraced(function*(orgId: OrgId, member: MemberRow) {
+        const owners = yield* bindings.listByRoleInOrg(orgId, "owner")
+        return owners.some((binding) =>
+          isOwnerBinding(binding) && binding.subjectType === "user" &&
+          !(binding.subjectType === member.subjectType && binding.subjectId === member.subjectId)
+        )
+      })
+
+      /** The owner rules for changing or removing `member`, in the order a caller should learn about them. */
+      const checkOwnerRules = Effect.fnUntraced(function*(
+        workspace: ResolvedWorkspace,
+        member: MemberRow,
+        held: ReadonlyArray<RoleBindingRow>,
+        change: { readonly what: string; readonly keepsOwner: boolean; readonly grantsOwner: boolean }
+      ) {
+        const isOwner = held.some(isOwnerBinding)
+        if ((isOwner || change.grantsOwner) && !holdsRole(workspace.grants, "owner")) {
+          return yield* ownerRequired(change.what)
+        }
+        if (isOwner && !change.keepsOwner && member.subjectType === "user") {
+          if (!(yield* anotherOwnerRemains(workspace.organization.id, member))) return yield* lastOwner()
+        }
+      })
+
+      return MembersService.of({
+        list: Effect.fn("Members.list")(function*(workspace, page) {
+          const orgId = workspace.organization.id
+          const binding = { endpoint: "members.list", scope: orgId }
+          const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
+          const limit = page.limit ?? DEFAULT_PAGE_SIZE
+          const rows = yield* members.listPage({
+            orgId,
+            limit: limit + 1,
+            ...(after === undefined ? {} : { after: { joinedAt: new Date(after.at), id: after.id } })
+          })
+          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.joinedAt, row.id))
+          const held = yield* bindings.listForSubjectsInOrg(orgId, items.map((row) => row.subjectId))
+          return {
+            data: { members: items.map((row) => toMember(row, held)) },
+            cursor: next === undefined ? null : cursors.encode(binding, next)
+          }
+        }),
+
+        updateRole: Effect.fn("Members.updateRole")(function*(actor, workspace, memberId, role) {
+          const orgId = workspace.organization.id
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            const { member, held } = yield* lockedMember(orgId, memberId)
+            yield* checkOwnerRules(workspace, member, held, {
+              what: role === "owner" ? "make a member owner" : "change an owner's role",
+              keepsOwner: role === "owner",
+              grantsOwner: role === "owner"
+            })
+            const [only, ...more] = held
+            if (only !== undefined && more.length === 0 && only.role === role && only.scopeKind === "organization") {
+              return { member: toMember(member, held) }
+            }
+            const now = new Date(yield* Clock.currentTimeMillis)
+            yield* bindings.removeForSubject(orgId, member.subjectType, member.subjectId)
+            const binding: RoleBindingRow = {
+              id: newUuid(now.getTime()),
+              orgId,
+              subjectType: member.subjectType,
+              subjectId: member.subjectId,
+              role,
+              scopeKind: "organization",
+              scopeRef: null,
+              createdAt: now
+            }
+            // The subject's bindings here were just deleted: a collision is a defect.
+            yield* bindings.insert(binding).pipe(Effect.orDie)
+            yield* events.record({
+              orgId,
+              type: "membership.updated",
+              actor: eventActorOf(actor),
+              subject: { kind: "member", id: member.id, name: null },
+              data: {
+                memberId: member.id,
+                subjectType: member.subjectType,
+                subjectId: member.subjectId,
+                role,
+                previousRoles: held.map((previous) => previous.role)
+              },
+              description: `Member role changed to ${role}`
+            })
+            return { member: toMember(member, [binding]) }
+          }))
+        }),
+
+        remove: Effect.fn("Members.remove")(function*(actor, workspace, memberId) {
+          const orgId = workspace.organization.id
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            const { member, held } = yield* lockedMember(orgId, memberId)
+            yield* checkOwnerRules(workspace, member, held, {
+              what: "remove an owner",
+              keepsOwner: false,
+              grantsOwner: false
+            })
+            const removed = yield* bindings.removeForSubject(orgId, member.subjectType, member.subjectId)
+            yield* members.remove(orgId, member.id)
+            yield* events.record({
+              orgId,
+              type: "membership.removed",
+              actor: eventActorOf(actor),
+              subject: { kind: "member", id: member.id, name: null },
+              data: {
+                memberId: member.id,
+                subjectType: member.subjectType,
+                subjectId: member.subjectId,
+                roles: removed.map((binding) => binding.role)
+              },
+              description: "Member removed"
+            })
+            return { deleted: true as const }
+          }))
+        })
+      })
+    })
+  )
+}

@@ -1,0 +1,411 @@
+/**
+ * Deny by default, proven route by route (spec: Authentication 1 and 6; contract §4 Routing order, §5 role matrix).
+ * Every endpoint of `ControlPlaneApi`, found by reflection so a route added later is covered (or fails here until it
+ * has a fixture), is called by seven callers: a holder of each workspace role (bindings seeded straight into the
+ * database), a user of another workspace, and nobody. Each answer must be exactly what the endpoint's declared
+ * requirement and the role matrix say:
+ *
+ * - allowed: a success (or a status the fixture names as a legitimate non-success for that route);
+ * - a member without the permission: 403 `forbidden` naming that permission;
+ * - the user of another workspace: 404 `not_found` on every workspace route (except one the route declares
+ *   `reachesHiddenWorkspace`), and 404 again when it names this workspace's resources from its own workspace;
+ * - nobody: 401 `unauthenticated` on everything that is not `requires.none`.
+ *
+ * Each fixture builds a request that passes validation, making fresh resources (as the workspace's creator) before
+ * every call, so a destructive route meets a resource of its own each time.
+ */
+import {
+  ControlPlaneApi,
+  type Permission,
+  ReachesHiddenWorkspace,
+  type Requirement,
+  RequiredAccess,
+  rolePermissions,
+  type WorkspaceRole,
+  workspaceRoles
+} from "@cp/domain"
+import { newId } from "@cp/server/platform/ids"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { HttpApi } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { randomUUID } from "node:crypto"
+import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { ok, type Res } from "./support/envelope.ts"
+import { seedMember } from "./support/seed.ts"
+import { call, TestServer, testServerOver } from "./support/server.ts"
+import { freshEmail, signIn } from "./support/session.ts"
+
+const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
+
+/** A configured OAuth provider, so its start route answers (302) rather than 404. Nothing is ever fetched from it. */
+const OAUTH_ENV = {
+  OAUTH_MATRIX_CLIENT_ID: "matrix-client",
+  OAUTH_MATRIX_CLIENT_SECRET: "matrix-secret",
+  OAUTH_MATRIX_AUTHORIZE_URL: "https://oauth.invalid/authorize",
+  OAUTH_MATRIX_TOKEN_URL: "https://oauth.invalid/token",
+  OAUTH_MATRIX_USERINFO_URL: "https://oauth.invalid/userinfo"
+}
+
+interface Route {
+  readonly key: string
+  readonly method: string
+  readonly path: string
+  readonly requirement: Requirement
+  /** Under `/v1/organizations/:orgId`: the workspace is resolved (or 404) before anything else. */
+  readonly workspaceScoped: boolean
+  /** Marked `reachesHiddenWorkspace`: a signed-in non-member may reach it (an invitee). */
+  readonly reachesHidden: boolean
+}
+
+const routes: Array<Route> = []
+HttpApi.reflect(ControlPlaneApi, {
+  onGroup: () => {},
+  onEndpoint: ({ endpoint, group }) => {
+    const requirement = Context.getOrUndefined(endpoint.annotations, RequiredAccess)
+    // An undeclared route is the requirements test's failure; here it must deny everyone, as the middleware does.
+    routes.push({
+      key: `${group.identifier}.${endpoint.identifier}`,
+      method: endpoint.method,
+      path: endpoint.path,
+      requirement: requirement ?? { _tag: "Permission", permission: "__undeclared__" as Permission },
+      workspaceScoped: endpoint.path.startsWith("/v1/organizations/:orgId"),
+      reachesHidden: Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true
+    })
+  }
+})
+
+/** Someone who can call: a bearer token and who it is. */
+interface Caller {
+  readonly token: string
+  readonly userId: string
+  readonly email: string
+}
+
+/** A caller that is nobody yet (no account, no token): whom a fixture prepares for when no real caller is involved. */
+const someoneElse = (): Caller => ({ token: "", userId: newId("usr_", Date.now()), email: freshEmail("nobody") })
+
+/** The people of the matrix: the target workspace, its creator, one holder per role, and a user of another workspace. */
+class World extends Context.Service<World, {
+  readonly orgId: string
+  readonly creator: Caller
+  readonly roles: Readonly<Record<WorkspaceRole, Caller>>
+  readonly outsider: Caller & { readonly orgId: string }
+}>()("test/SecurityMatrix/World") {}
+
+const signInCaller = Effect.gen(function*() {
+  const { baseUrl } = yield* TestServer
+  const email = freshEmail("matrix")
+  const session = yield* signIn(baseUrl, { email })
+  const caller: Caller = { token: session.token, userId: session.user.id, email }
+  return caller
+})
+
+const personalWorkspaceOf = (caller: Caller) =>
+  Effect.flatMap(TestServer, ({ baseUrl }) =>
+    Effect.map(call(baseUrl, "GET", "/v1/organizations", { token: caller.token }), (res) => ok(res).organizations[0].id as string))
+
+/** A signed-in user holding `role` on the workspace, through an active membership and one binding. */
+const roleHolder = (orgId: string, role: WorkspaceRole) =>
+  Effect.tap(signInCaller, (caller) => seedMember(orgId, caller.userId, role))
+
+const WorldLive = Layer.effect(
+  World,
+  Effect.gen(function*() {
+    const creator = yield* signInCaller
+    const orgId = yield* personalWorkspaceOf(creator)
+    const roles = {} as Record<WorkspaceRole, Caller>
+    for (const role of workspaceRoles) roles[role] = yield* roleHolder(orgId, role)
+    const outsider = yield* signInCaller
+    return { orgId, creator, roles, outsider: { ...outsider, orgId: yield* personalWorkspaceOf(outsider) } }
+  })
+)
+
+/** What a fixture works with: the workspace whose resources the request names, its creator, and the caller. */
+interface Ctx {
+  readonly orgId: string
+  readonly creator: Caller
+  readonly caller: Caller
+}
+
+/** A request for one route, besides the method and the workspace: path parameters, query and JSON body. */
+interface Req {
+  readonly params?: Readonly<Record<string, string>>
+  readonly query?: Readonly<Record<string, string>>
+  readonly body?: unknown
+}
+
+interface Fixture {
+  readonly request: (ctx: Ctx) => Effect.Effect<Req, never, TestServer | SqlClient.SqlClient>
+  /** Non-success statuses that still mean "allowed" for this route (never 401 or 403, nor 404 on a workspace route). */
+  readonly alsoAllowed?: ReadonlyArray<number>
+  /**
+   * The call spends or changes its caller (logout, joining by invitation): each column uses a fresh caller, which
+   * receives its role only after the request is prepared (so it can be invited first).
+   */
+  readonly freshCaller?: boolean
+  /** The request names resources of the workspace in its body (path ids are detected from the path). */
+  readonly referencesInBody?: boolean
+}
+
+/** Raw HTTP as the workspace's creator, for setting fixtures up; fails the test unless it succeeds. */
+const asCreator = (ctx: Ctx, method: string, path: string, body?: unknown) =>
+  Effect.flatMap(TestServer, ({ baseUrl }) =>
+    Effect.map(
+      call(baseUrl, method, `/v1/organizations/${ctx.orgId}${path}`, body === undefined ? { token: ctx.creator.token } : { token: ctx.creator.token, body }),
+      (res) => ok(res)
+    ))
+
+const newTeam = (ctx: Ctx) => Effect.map(asCreator(ctx, "POST", "/teams", { name: `Team ${randomUUID().slice(0, 8)}` }), (data) => data.team.id as string)
+
+/** A subject that belongs to the workspace (an active member with no role of its own), by id only. */
+const newWorkspaceMember = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const userId = newId("usr_", Date.now())
+    yield* seedMember(ctx.orgId, userId, null)
+    return userId
+  })
+
+/** A member holding `viewer`, and its `mem_` id, for the member routes. */
+const newMemberId = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const userId = newId("usr_", Date.now())
+    yield* seedMember(ctx.orgId, userId, "viewer")
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ id: string }>`select id from members where org_id = ${ctx.orgId} and subject_id = ${userId}`
+      .pipe(Effect.orDie)
+    return rows[0]?.id ?? ""
+  })
+
+/** An invitation from the creator to the caller's own address: its id and (test mode) its token. */
+const invitationForCaller = (ctx: Ctx) =>
+  Effect.map(asCreator(ctx, "POST", "/invitations", { email: ctx.caller.email, role: "viewer" }), (data) => ({
+    id: data.invitation.id as string,
+    token: data.delivery.token as string
+  }))
+
+const loginCode = (email: string) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* TestServer
+    const start = ok(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email } }))
+    const outbox = ok(yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`))
+    const message = outbox.messages.find((m: any) => m.data.challengeId === start.challengeId)
+    return { challengeId: start.challengeId as string, code: message.data.code as string }
+  })
+
+const none = (): Effect.Effect<Req> => Effect.succeed({})
+
+/**
+ * One fixture per route, keyed `<group>.<endpoint>`. A route added to the API without one fails this suite: add its
+ * fixture here, a request the route accepts for an allowed caller.
+ */
+const fixtures: Readonly<Record<string, Fixture>> = {
+  "system.health": { request: none },
+  "system.outbox": { request: none },
+
+  "identity.loginStart": { request: () => Effect.succeed({ body: { email: freshEmail("start") } }) },
+  "identity.loginComplete": { request: () => Effect.map(loginCode(freshEmail("complete")), (body) => ({ body })) },
+  "identity.oauthProviders": { request: none },
+  "identity.oauthStart": { request: () => Effect.succeed({ params: { provider: "matrix" } }) },
+  // A state the server never issued: the route is reached and refuses the state (412), whoever calls.
+  "identity.oauthCallback": {
+    request: () => Effect.succeed({ params: { provider: "matrix" }, query: { code: "c", state: "never-issued" } }),
+    alsoAllowed: [412]
+  },
+
+  "session.session": { request: none },
+  "session.logout": { request: none, freshCaller: true },
+  "session.getProfile": { request: none },
+  "session.updateProfile": { request: () => Effect.succeed({ body: { displayName: "Matrix" } }) },
+  "session.securityEvents": { request: none },
+
+  "workspaces.create": { request: () => Effect.succeed({ body: { name: "Matrix child" } }) },
+  "workspaces.list": { request: none },
+  "workspaces.get": { request: none },
+  "workspaces.children": { request: none },
+  "workspaces.effectiveAccess": { request: none },
+
+  "apiKeys.create": { request: () => Effect.succeed({ body: { label: "matrix", role: "viewer" } }) },
+  "apiKeys.list": { request: none },
+  "apiKeys.revoke": {
+    request: (ctx) =>
+      Effect.map(asCreator(ctx, "POST", "/api-keys", { label: "to revoke", role: "viewer" }), (data) => ({
+        params: { apiKeyId: data.apiKey.id }
+      }))
+  },
+
+  "audit.list": { request: none },
+
+  "members.list": { request: none },
+  "members.updateRole": {
+    request: (ctx) => Effect.map(newMemberId(ctx), (memberId) => ({ params: { memberId }, body: { role: "builder" } }))
+  },
+  "members.remove": { request: (ctx) => Effect.map(newMemberId(ctx), (memberId) => ({ params: { memberId } })) },
+
+  "invitations.list": { request: none },
+  "invitations.create": { request: () => Effect.succeed({ body: { email: freshEmail("invitee"), role: "viewer" } }) },
+  "invitations.revoke": {
+    request: (ctx) =>
+      Effect.map(asCreator(ctx, "POST", "/invitations", { email: freshEmail("revoked"), role: "viewer" }), (data) => ({
+        params: { invitationId: data.invitation.id }
+      }))
+  },
+  // Invited before it got its role, a member already belongs (409); the outsider, invited too, joins.
+  "invitations.accept": {
+    request: (ctx) => Effect.map(invitationForCaller(ctx), ({ token }) => ({ body: { token } })),
+    alsoAllowed: [409],
+    freshCaller: true,
+    referencesInBody: true
+  },
+  "invitations.mine": { request: none },
+  "invitations.acceptMine": {
+    request: (ctx) => Effect.map(invitationForCaller(ctx), ({ id }) => ({ params: { invitationId: id } })),
+    alsoAllowed: [409],
+    freshCaller: true
+  },
+
+  "teams.list": { request: none },
+  "teams.create": { request: () => Effect.succeed({ body: { name: `Matrix ${randomUUID().slice(0, 8)}` } }) },
+  "teams.get": { request: (ctx) => Effect.map(newTeam(ctx), (teamId) => ({ params: { teamId } })) },
+  "teams.update": { request: (ctx) => Effect.map(newTeam(ctx), (teamId) => ({ params: { teamId }, body: { name: "Renamed" } })) },
+  "teams.delete": { request: (ctx) => Effect.map(newTeam(ctx), (teamId) => ({ params: { teamId } })) },
+  "teams.listMembers": { request: (ctx) => Effect.map(newTeam(ctx), (teamId) => ({ params: { teamId } })) },
+  "teams.addMember": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        return { params: { teamId: yield* newTeam(ctx) }, body: { subjectId: yield* newWorkspaceMember(ctx) } }
+      })
+  },
+  "teams.removeMember": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const teamId = yield* newTeam(ctx)
+        const subjectId = yield* newWorkspaceMember(ctx)
+        yield* asCreator(ctx, "POST", `/teams/${teamId}/members`, { subjectId })
+        return { params: { teamId, subjectId } }
+      })
+  },
+  "teams.listGrants": { request: none },
+  "teams.grant": {
+    request: (ctx) =>
+      Effect.map(newTeam(ctx), (teamId) => ({ body: { teamId, role: "viewer", scopeKind: "organization" } })),
+    referencesInBody: true
+  },
+  "teams.revoke": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const body = { teamId: yield* newTeam(ctx), role: "viewer", scopeKind: "organization" }
+        yield* asCreator(ctx, "POST", "/team-roles", body)
+        return { body }
+      }),
+    referencesInBody: true
+  }
+}
+
+/** How a call came out, in the terms the matrix speaks. */
+type Outcome = "allow" | "deny:401" | "deny:403" | "deny:404" | `unexpected ${string}`
+
+const outcomeOf = (route: Route, fixture: Fixture, res: Res): Outcome => {
+  const body = res.json as { readonly error?: { readonly code: string; readonly details: Record<string, unknown> } }
+  if (res.status < 400 || fixture.alsoAllowed?.includes(res.status)) return "allow"
+  const permission = route.requirement._tag === "Permission" ? route.requirement.permission : undefined
+  if (res.status === 401 && body.error?.code === "unauthenticated") return "deny:401"
+  if (res.status === 403 && body.error?.code === "forbidden" && body.error.details["permission"] === permission) {
+    return "deny:403"
+  }
+  if (res.status === 404 && body.error?.code === "not_found") return "deny:404"
+  return `unexpected ${res.status} ${res.text.slice(0, 300)}`
+}
+
+type Column = WorkspaceRole | "outsider" | "anonymous" | "outsider-naming-our-resources"
+
+/** What the requirement and the role matrix say each caller gets. */
+const expectedOutcome = (route: Route, column: Column): Outcome => {
+  const { requirement } = route
+  if (column === "anonymous") return requirement._tag === "None" ? "allow" : "deny:401"
+  if (column === "outsider-naming-our-resources") return "deny:404"
+  if (column === "outsider") {
+    if (route.workspaceScoped && !route.reachesHidden) return "deny:404"
+    return requirement._tag === "Permission" ? "deny:404" : "allow"
+  }
+  if (requirement._tag !== "Permission") return "allow"
+  return rolePermissions[column]?.has(requirement.permission) ? "allow" : "deny:403"
+}
+
+const pathOf = (route: Route, orgId: string, req: Req) => {
+  const path = route.path.replace(/:(\w+)/g, (_, name: string) =>
+    encodeURIComponent(name === "orgId" ? orgId : req.params?.[name] ?? `missing-${name}`))
+  const query = new URLSearchParams(req.query ?? {}).toString()
+  return query === "" ? path : `${path}?${query}`
+}
+
+/** Whether the request names this workspace's resources: ids in the path beyond the workspace, or in the body. */
+const namesResources = (route: Route, fixture: Fixture) =>
+  route.workspaceScoped && (/:(?!orgId\b)\w+/.test(route.path) || fixture.referencesInBody === true)
+
+describe("security matrix fixtures", () => {
+  it("every route of the API has a fixture, and every fixture a route", () => {
+    const keys = routes.map((route) => route.key)
+    assert.deepStrictEqual(keys.filter((key) => fixtures[key] === undefined), [], "routes without a fixture")
+    assert.deepStrictEqual(Object.keys(fixtures).filter((key) => !keys.includes(key)), [], "fixtures of no route")
+    assert.isAbove(routes.filter((route) => route.workspaceScoped).length, 10)
+  })
+
+  it("a fixture never counts a denial as allowed", () => {
+    for (const route of routes) {
+      const tolerated = fixtures[route.key]?.alsoAllowed ?? []
+      assert.notInclude(tolerated, 401, route.key)
+      assert.notInclude(tolerated, 403, route.key)
+      if (route.workspaceScoped) assert.notInclude(tolerated, 404, route.key)
+    }
+  })
+})
+
+for (const backend of backends) {
+  layer(WorldLive.pipe(Layer.provideMerge(testServerOver(databaseLayer(backend), OAUTH_ENV))), {
+    excludeTestServices: true
+  })(`security matrix [${backend}]`, (it) => {
+    for (const route of routes) {
+      const fixture = fixtures[route.key]
+      if (fixture === undefined) continue
+      const label = route.requirement._tag === "Permission" ? route.requirement.permission : route.requirement._tag
+      it.effect(`${route.method} ${route.path} (${label})`, () =>
+        Effect.gen(function*() {
+          const { baseUrl } = yield* TestServer
+          const world = yield* World
+          const ctx = (caller: Caller): Ctx => ({ orgId: world.orgId, creator: world.creator, caller })
+
+          const callAs = Effect.fnUntraced(function*(column: Column, caller: Caller | undefined, orgId: string, req: Req) {
+            const body = req.body === undefined ? {} : { body: req.body }
+            const res = yield* call(baseUrl, route.method, pathOf(route, orgId, req), caller === undefined ? body : { ...body, token: caller.token })
+            return [column, outcomeOf(route, fixture, res)] as const
+          })
+          /** The column's caller and its request; a fresh caller gets its role only after its request is prepared. */
+          const prepared = Effect.fnUntraced(function*(role: WorkspaceRole | undefined, standing: Caller) {
+            if (!fixture.freshCaller) return { caller: standing, req: yield* fixture.request(ctx(standing)) }
+            const caller = yield* signInCaller
+            const req = yield* fixture.request(ctx(caller))
+            if (role !== undefined) yield* seedMember(world.orgId, caller.userId, role)
+            return { caller, req }
+          })
+
+          const actual: Array<readonly [Column, Outcome]> = []
+          for (const role of workspaceRoles) {
+            const { caller, req } = yield* prepared(role, world.roles[role])
+            actual.push(yield* callAs(role, caller, world.orgId, req))
+          }
+          const outsider = yield* prepared(undefined, world.outsider)
+          actual.push(yield* callAs("outsider", outsider.caller, world.orgId, outsider.req))
+          actual.push(yield* callAs("anonymous", undefined, world.orgId, yield* fixture.request(ctx(someoneElse()))))
+          // From its own workspace, the outsider names ours: our team, key, member or invitation is not there.
+          if (namesResources(route, fixture)) {
+            const req = yield* fixture.request(ctx(someoneElse()))
+            actual.push(yield* callAs("outsider-naming-our-resources", world.outsider, world.outsider.orgId, req))
+          }
+
+          const expected = actual.map(([column]) => [column, expectedOutcome(route, column)] as const)
+          assert.deepStrictEqual(Object.fromEntries(actual), Object.fromEntries(expected))
+        }))
+    }
+  })
+}

@@ -1,0 +1,47 @@
+/**
+ * Rows written straight into the database of a `testServerOver` server: what an accepted invitation (a membership and
+ * a workspace-scoped role binding) or an API key (a service principal's binding) would write, for suites that must not
+ * depend on those flows.
+ */
+import { newId } from "@cp/server/platform/ids"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomUUID } from "node:crypto"
+
+/** An active membership of `orgId` for the user, with `role` at workspace scope unless `role` is null. */
+export const seedMember = (orgId: string, userId: string, role: string | null) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const now = new Date()
+    yield* sql`insert into members ${sql.insert({
+      id: newId("mem_", now.getTime()),
+      orgId,
+      subjectType: "user",
+      subjectId: userId,
+      status: "active",
+      joinedAt: now
+    })}`
+    if (role !== null) yield* seedBinding(orgId, "user", userId, role)
+  }).pipe(Effect.orDie)
+
+/** A role binding on `orgId` (a project one when `projectId` is given). */
+export const seedBinding = (
+  orgId: string,
+  subjectType: "user" | "service_principal",
+  subjectId: string,
+  role: string,
+  projectId: string | null = null
+) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`insert into role_bindings ${sql.insert({
+      id: randomUUID(),
+      orgId,
+      subjectType,
+      subjectId,
+      role,
+      scopeKind: projectId === null ? "organization" : "project",
+      scopeRef: projectId,
+      createdAt: new Date()
+    })}`
+  }).pipe(Effect.orDie)
