@@ -3,11 +3,12 @@
  * permission with its decision and where it comes from (a direct role, a team, or the account root).
  */
 import { type PermissionDecision, ProjectId, type Via } from "@cp/domain"
-import { Effect, Option, Record } from "effect"
+import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
 import { workspaceFlag } from "./teams.ts"
+import { optionalKey } from "../options.ts"
 
 /** `team:builder@organization (team_…)`: how the role is held, which role, on what scope, through which team. */
 export const describeVia = (via: Via): string =>
@@ -22,10 +23,6 @@ const decisionColumns: Columns<PermissionDecision> = {
   allow: (decision) => (decision.allow ? "yes" : "no"),
   via: (decision) => (decision.via === null ? null : describeVia(decision.via))
 }
-
-/** `{ key: value }` when the option holds one, else `{}`: how an absent flag becomes an absent optional key. */
-const optionalKey = <const K extends string, A>(key: K, value: Option.Option<A>): { readonly [P in K]?: A } =>
-  Option.match(value, { onNone: () => ({}), onSome: (present) => Record.singleton(key, present) })
 
 const explain = Command.make("explain", {
   workspace: workspaceFlag,

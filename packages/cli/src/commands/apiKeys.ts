@@ -3,10 +3,11 @@
  * `api-keys list --workspace <ref> [--project] [--limit] [--cursor]`, `api-keys revoke <id> --workspace <ref>`.
  */
 import { type ApiKey, ApiKeyId, ApiKeyLabel, IsoTimestamp, PageQuery, ProjectId, type RevokedApiKey, Role } from "@cp/domain"
-import { Effect, Option, Record } from "effect"
+import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
+import { optionalKey } from "../options.ts"
 
 const apiKeyColumns: Columns<ApiKey> = {
   id: (key) => key.id,
@@ -26,10 +27,6 @@ const revokedColumns: Columns<RevokedApiKey> = {
   prefix: (key) => key.prefix,
   revoked: (key) => key.revokedAt
 }
-
-/** `{ key: value }` when the option holds one, else `{}`: how an absent flag becomes an absent optional key. */
-const optionalKey = <const K extends string, A>(key: K, value: Option.Option<A>): { readonly [P in K]?: A } =>
-  Option.match(value, { onNone: () => ({}), onSome: (present) => Record.singleton(key, present) })
 
 const workspace = Flag.String("workspace").pipe(
   Flag.withAlias("w"),

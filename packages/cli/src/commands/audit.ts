@@ -3,10 +3,11 @@
  * paging. Filters are checked here with the domain's own schemas, so a malformed one never leaves the machine.
  */
 import { AuditActorType, AuditCategory, type AuditEntry, AuditInstant, AuditToken, PageQuery } from "@cp/domain"
-import { Effect, Option, Record } from "effect"
+import { Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
+import { optionalKey } from "../options.ts"
 
 const entryColumns: Columns<AuditEntry> = {
   occurred: (entry) => entry.occurredAt,
@@ -16,10 +17,6 @@ const entryColumns: Columns<AuditEntry> = {
   subject: (entry) => `${entry.subject.kind}:${entry.subject.id}`,
   description: (entry) => entry.description
 }
-
-/** `{ key: value }` when the option holds one, else `{}`: how an absent flag becomes an absent optional key. */
-const optionalKey = <const K extends string, A>(key: K, value: Option.Option<A>): { readonly [P in K]?: A } =>
-  Option.match(value, { onNone: () => ({}), onSome: (present) => Record.singleton(key, present) })
 
 const tokenFlag = (name: string, description: string) =>
   Flag.String(name).pipe(Flag.withSchema(AuditToken), Flag.withDescription(description), Flag.optional)

@@ -13,12 +13,13 @@ import {
   PageQuery,
   WorkspaceRole
 } from "@cp/domain"
-import { Effect, Option, Record } from "effect"
+import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { CliFailure } from "../errors.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
 import { workspaceFlag } from "./members.ts"
+import { optionalKey } from "../options.ts"
 
 const invitationColumns: Columns<Invitation> = {
   id: (invitation) => invitation.id,
@@ -36,10 +37,6 @@ const myInvitationColumns: Columns<MyInvitation> = {
   role: (invitation) => invitation.role,
   expires: (invitation) => invitation.expiresAt
 }
-
-/** `{ key: value }` when the option holds one, else `{}`: how an absent flag becomes an absent optional key. */
-const optionalKey = <const K extends string, A>(key: K, value: Option.Option<A>): { readonly [P in K]?: A } =>
-  Option.match(value, { onNone: () => ({}), onSome: (present) => Record.singleton(key, present) })
 
 const limitFlag = Flag.String("limit").pipe(
   Flag.withSchema(PageQuery.limit.schema),

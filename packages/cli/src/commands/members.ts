@@ -3,10 +3,11 @@
  * --workspace <ref>`, `members remove <memberId> --workspace <ref>`.
  */
 import { type Member, MemberId, PageQuery, WorkspaceRole } from "@cp/domain"
-import { Effect, Option, Record } from "effect"
+import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
+import { optionalKey } from "../options.ts"
 
 export const memberColumns: Columns<Member> = {
   id: (member) => member.id,
@@ -18,10 +19,6 @@ export const memberColumns: Columns<Member> = {
   status: (member) => member.status,
   joined: (member) => member.joinedAt
 }
-
-/** `{ key: value }` when the option holds one, else `{}`: how an absent flag becomes an absent optional key. */
-const optionalKey = <const K extends string, A>(key: K, value: Option.Option<A>): { readonly [P in K]?: A } =>
-  Option.match(value, { onNone: () => ({}), onSome: (present) => Record.singleton(key, present) })
 
 export const workspaceFlag = Flag.String("workspace").pipe(
   Flag.withAlias("w"),

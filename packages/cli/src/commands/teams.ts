@@ -18,10 +18,11 @@ import {
   type TeamRoleTuple,
   TeamSubjectType
 } from "@cp/domain"
-import { Effect, Option, Record } from "effect"
+import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
+import { optionalKey } from "../options.ts"
 
 const teamColumns: Columns<Team> = {
   id: (team) => team.id,
@@ -44,10 +45,6 @@ const grantColumns: Columns<TeamRoleGrant> = {
   scope: (grant) => grant.scopeKind,
   ref: (grant) => grant.scopeRef
 }
-
-/** `{ key: value }` when the option holds one, else `{}`: how an absent flag becomes an absent optional key. */
-const optionalKey = <const K extends string, A>(key: K, value: Option.Option<A>): { readonly [P in K]?: A } =>
-  Option.match(value, { onNone: () => ({}), onSome: (present) => Record.singleton(key, present) })
 
 /** `--workspace` / `-w`: the workspace every team command works in. */
 export const workspaceFlag = Flag.String("workspace").pipe(

@@ -1,9 +1,10 @@
 /** Workspace commands: `workspaces list`, `workspaces create <name> [--slug]`, `workspaces get <ref>`. */
 import { Name, type Organization, PageQuery, Slug } from "@cp/domain"
-import { Effect, Option, Record } from "effect"
+import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
+import { optionalKey } from "../options.ts"
 
 const organizationColumns: Columns<Organization> = {
   id: (organization) => organization.id,
@@ -13,10 +14,6 @@ const organizationColumns: Columns<Organization> = {
   kind: (organization) => organization.kind,
   created: (organization) => organization.createdAt
 }
-
-/** `{ key: value }` when the option holds one, else `{}`: how an absent flag becomes an absent optional key. */
-const optionalKey = <const K extends string, A>(key: K, value: Option.Option<A>): { readonly [P in K]?: A } =>
-  Option.match(value, { onNone: () => ({}), onSome: (present) => Record.singleton(key, present) })
 
 const list = Command.make("list", {
   limit: Flag.String("limit").pipe(
