@@ -10,6 +10,7 @@ import { Context, Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import { freshEmail, signIn } from "./support/session.ts"
 import { call, TestServer, testServerOver } from "./support/server.ts"
+import { failed, ok } from "./support/envelope.ts"
 
 const DATABASE_URL = process.env["DATABASE_URL"]
 
@@ -47,19 +48,6 @@ const replicas = Layer.unwrap(Effect.gen(function*() {
   )
 })).pipe(Layer.provide(scratchDatabase))
 
-type Res = { readonly status: number; readonly headers: Headers; readonly text: string; readonly json: unknown }
-
-const ok = (res: Res): any => {
-  assert.strictEqual(res.status, 200, res.text)
-  return (res.json as any).data
-}
-
-const failedWith = (res: Res, status: number, code: string): any => {
-  assert.strictEqual(res.status, status, res.text)
-  assert.strictEqual((res.json as any).error.code, code)
-  return (res.json as any).error
-}
-
 describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", () => {
   layer(replicas, { excludeTestServices: true })("two replicas on one PostgreSQL database", (it) => {
     it.effect("the replicas are distinct servers", () =>
@@ -80,9 +68,9 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
         assert.strictEqual(ok(yield* call(a.baseUrl, "GET", "/v1/auth/session", { token })).user.id, user.id)
         assert.strictEqual(ok(yield* call(b.baseUrl, "GET", "/v1/auth/session", { token })).user.id, user.id)
         assert.deepStrictEqual(ok(yield* call(b.baseUrl, "POST", "/v1/auth/logout", { token })), { success: true })
-        failedWith(yield* call(a.baseUrl, "GET", "/v1/auth/session", { token }), 401, "unauthenticated")
-        failedWith(yield* call(a.baseUrl, "GET", "/v1/organizations", { token }), 401, "unauthenticated")
-        failedWith(yield* call(b.baseUrl, "GET", "/v1/auth/session", { token }), 401, "unauthenticated")
+        failed(yield* call(a.baseUrl, "GET", "/v1/auth/session", { token }), 401, "unauthenticated")
+        failed(yield* call(a.baseUrl, "GET", "/v1/organizations", { token }), 401, "unauthenticated")
+        failed(yield* call(b.baseUrl, "GET", "/v1/auth/session", { token }), 401, "unauthenticated")
       }))
 
     it.effect("an Idempotency-Key request replayed on the other replica returns the stored answer", () =>
@@ -128,12 +116,12 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
         const email = freshEmail("limited")
         for (let i = 0; i < 10; i++) ok(yield* call(a.baseUrl, "POST", "/v1/auth/login/start", { body: { email } }))
         const res = yield* call(b.baseUrl, "POST", "/v1/auth/login/start", { body: { email } })
-        const error = failedWith(res, 429, "rate_limited")
+        const error = failed(res, 429, "rate_limited")
         assert.strictEqual(error.details.scope, "identity")
         assert.isAbove(error.details.retryAfterSeconds, 0)
         assert.isAtMost(error.details.retryAfterSeconds, 60)
         assert.strictEqual(res.headers.get("retry-after"), String(error.details.retryAfterSeconds))
-        failedWith(yield* call(a.baseUrl, "POST", "/v1/auth/login/start", { body: { email } }), 429, "rate_limited")
+        failed(yield* call(a.baseUrl, "POST", "/v1/auth/login/start", { body: { email } }), 429, "rate_limited")
       }))
 
     it.effect("cursors and workspaces made on one replica are valid on the other", () =>

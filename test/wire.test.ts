@@ -11,34 +11,9 @@ import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 import { call, TestServer, testServerOver } from "./support/server.ts"
+import { type Res, failed, ok } from "./support/envelope.ts"
 
 const serverWithDatabase = testServerOver(databaseLayer("pglite"))
-
-type Res = { readonly status: number; readonly headers: Headers; readonly text: string; readonly json: unknown }
-
-const ok = (res: Res, status = 200): any => {
-  assert.strictEqual(res.status, status, res.text)
-  const body = res.json as any
-  assert.deepStrictEqual(Object.keys(body).sort(), ["data", "meta"])
-  assert.match(body.meta.requestId, /^req_[0-9A-HJKMNP-TV-Z]{26}$/)
-  assert.strictEqual(res.headers.get("x-request-id"), body.meta.requestId)
-  return body.data
-}
-
-/** Every non-2xx answer: `{ error: { code, message, details, requestId } }`, `x-request-id` = `requestId`. */
-const failed = (res: Res, status: number, code: string): any => {
-  assert.strictEqual(res.status, status, res.text)
-  assert.match(res.headers.get("content-type") ?? "", /^application\/json/)
-  const body = res.json as any
-  assert.deepStrictEqual(Object.keys(body), ["error"], res.text)
-  assert.deepStrictEqual(Object.keys(body.error).sort(), ["code", "details", "message", "requestId"])
-  assert.strictEqual(body.error.code, code)
-  assert.isString(body.error.message)
-  assert.isObject(body.error.details)
-  assert.match(body.error.requestId, /^req_[0-9A-HJKMNP-TV-Z]{26}$/)
-  assert.strictEqual(res.headers.get("x-request-id"), body.error.requestId)
-  return body.error
-}
 
 const unique = () => randomUUID().replaceAll("-", "").slice(0, 10)
 

@@ -15,33 +15,11 @@ import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { failed, ok } from "./support/envelope.ts"
 
 const serverWithDatabase = (backend: Exclude<Backend, "memory">) => testServerOver(databaseLayer(backend))
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
-
-type Res = { readonly status: number; readonly headers: Headers; readonly text: string; readonly json: unknown }
-
-/** The `data` of a success envelope, after checking the status and the envelope's request id. */
-const ok = (res: Res, status = 200): any => {
-  assert.strictEqual(res.status, status, res.text)
-  const body = res.json as any
-  assert.match(body.meta.requestId, /^req_/)
-  assert.strictEqual(res.headers.get("x-request-id"), body.meta.requestId)
-  return body.data
-}
-
-/** The `error` of an error envelope, after checking its status, code and shape. */
-const failed = (res: Res, status: number, code: string): any => {
-  assert.strictEqual(res.status, status, res.text)
-  const body = res.json as any
-  assert.deepStrictEqual(Object.keys(body), ["error"])
-  assert.deepStrictEqual(Object.keys(body.error).sort(), ["code", "details", "message", "requestId"])
-  assert.strictEqual(body.error.code, code)
-  assert.isObject(body.error.details)
-  assert.strictEqual(res.headers.get("x-request-id"), body.error.requestId)
-  return body.error
-}
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
