@@ -158,6 +158,33 @@ const asCreator = (ctx: Ctx, method: string, path: string, body?: unknown) =>
 
 const newTeam = (ctx: Ctx) => Effect.map(asCreator(ctx, "POST", "/teams", { name: `Team ${randomUUID().slice(0, 8)}` }), (data) => data.team.id as string)
 
+/**
+ * The matrix creates many projects in one workspace: it moves the workspace to a plan without a project ceiling
+ * (plans are data: a row in `workspace_plans`), so `limit.projects` never answers 412 here.
+ */
+const unlimitedProjects = (orgId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`insert into plans (id, name) values ('matrix-unlimited', 'Matrix') on conflict do nothing`
+    yield* sql`
+      insert into plan_entitlements (plan_id, entitlement_key, value_type, enabled, limit_value)
+      values ('matrix-unlimited', 'limit.projects', 'quantity', true, null) on conflict do nothing`
+    yield* sql`insert into workspace_plans (org_id, plan_id) values (${orgId}, 'matrix-unlimited') on conflict do nothing`
+  }).pipe(Effect.orDie)
+
+const newProject = (ctx: Ctx) =>
+  Effect.andThen(
+    unlimitedProjects(ctx.orgId),
+    Effect.map(asCreator(ctx, "POST", "/projects", { name: `Project ${randomUUID().slice(0, 8)}` }), (data) => data.project.id as string)
+  )
+
+const newEnvironment = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const projectId = yield* newProject(ctx)
+    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, { name: `Env ${randomUUID().slice(0, 8)}` })
+    return { projectId, environmentId: data.environment.id as string }
+  })
+
 /** A subject that belongs to the workspace (an active member with no role of its own), by id only. */
 const newWorkspaceMember = (ctx: Ctx) =>
   Effect.gen(function*() {
@@ -193,6 +220,86 @@ const loginCode = (email: string) =>
     return { challengeId: start.challengeId as string, code: message.data.code as string }
   })
 
+/**
+ * One project of the workspace and one environment of it, made once per workspace by the creator (projects are limited
+ * per workspace, and no configuration route removes anything), as configuration scope params.
+ */
+const configScopes = new Map<string, { readonly projectId: string; readonly environmentId: string }>()
+const configScopeOf = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const known = configScopes.get(ctx.orgId)
+    if (known !== undefined) return known
+    const project = yield* asCreator(ctx, "POST", "/projects", { name: `Matrix config ${randomUUID().slice(0, 8)}` })
+    const projectId = project.project.id as string
+    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, { name: `Env ${randomUUID().slice(0, 8)}` })
+    const scope = { projectId, environmentId: data.environment.id as string }
+    configScopes.set(ctx.orgId, scope)
+    return scope
+  })
+const newProjectScope = (ctx: Ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ projectId }))
+const newEnvironmentScope = (ctx: Ctx) => Effect.map(configScopeOf(ctx), (scope) => ({ ...scope }))
+
+/** The seven configuration routes of one scope group (settings and flags), each on a fresh scope of its own. */
+const configFixtures = (
+  group: string,
+  scope: (ctx: Ctx) => Effect.Effect<Record<string, string>, never, TestServer | SqlClient.SqlClient>,
+  prefix: (params: Record<string, string>) => string
+): Record<string, Fixture> => {
+  const key = () => `matrix.${randomUUID().slice(0, 8)}`
+  return {
+    [`${group}.listSettings`]: { request: (ctx) => Effect.map(scope(ctx), (params) => ({ params })) },
+    [`${group}.createSetting`]: {
+      request: (ctx) => Effect.map(scope(ctx), (params) => ({ params, body: { key: key(), value: 1 } }))
+    },
+    [`${group}.resolveSetting`]: {
+      request: (ctx) => Effect.map(scope(ctx), (params) => ({ params, query: { key: "ui.theme" } }))
+    },
+    [`${group}.updateSetting`]: {
+      request: (ctx) =>
+        Effect.gen(function*() {
+          const params = yield* scope(ctx)
+          const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/settings`, { key: key(), value: 1 })
+          return { params: { ...params, settingId: data.setting.id as string }, body: { value: 2 } }
+        })
+    },
+    [`${group}.listFeatureFlags`]: { request: (ctx) => Effect.map(scope(ctx), (params) => ({ params })) },
+    [`${group}.createFeatureFlag`]: {
+      request: (ctx) => Effect.map(scope(ctx), (params) => ({ params, body: { key: key(), enabled: true } }))
+    },
+    [`${group}.updateFeatureFlag`]: {
+      request: (ctx) =>
+        Effect.gen(function*() {
+          const params = yield* scope(ctx)
+          const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/feature-flags`, { key: key(), enabled: true })
+          return { params: { ...params, flagId: data.featureFlag.id as string }, body: { enabled: false } }
+        })
+    }
+  }
+}
+
+/** The four secret routes of one scope group, each writing secrets under fresh keys (as the creator, where set up). */
+const secretFixtures = (
+  group: string,
+  scope: (ctx: Ctx) => Effect.Effect<Record<string, string>, never, TestServer | SqlClient.SqlClient>,
+  prefix: (params: Record<string, string>) => string
+): Record<string, Fixture> => {
+  const secretKey = () => `MATRIX_${randomUUID().slice(0, 8).toUpperCase()}`
+  const newSecret = (ctx: Ctx) =>
+    Effect.gen(function*() {
+      const params = yield* scope(ctx)
+      const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/secrets`, { secretKey: secretKey(), value: "matrix-value", displayName: "Matrix" })
+      return { ...params, secretId: data.secret.id as string }
+    })
+  return {
+    [`${group}.list`]: { request: (ctx) => Effect.map(scope(ctx), (params) => ({ params })) },
+    [`${group}.create`]: {
+      request: (ctx) => Effect.map(scope(ctx), (params) => ({ params, body: { secretKey: secretKey(), value: "matrix-value", displayName: "Matrix" } }))
+    },
+    [`${group}.rotate`]: { request: (ctx) => Effect.map(newSecret(ctx), (params) => ({ params, body: { value: "rotated-value" } })) },
+    [`${group}.revoke`]: { request: (ctx) => Effect.map(newSecret(ctx), (params) => ({ params })) }
+  }
+}
+
 const none = (): Effect.Effect<Req> => Effect.succeed({})
 
 /**
@@ -200,6 +307,20 @@ const none = (): Effect.Effect<Req> => Effect.succeed({})
  * fixture here, a request the route accepts for an allowed caller.
  */
 const fixtures: Readonly<Record<string, Fixture>> = {
+  ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),
+  ...secretFixtures("projectSecrets", newProjectScope, (p) => `/projects/${p["projectId"]}`),
+  ...secretFixtures(
+    "environmentSecrets",
+    newEnvironmentScope,
+    (p) => `/projects/${p["projectId"]}/environments/${p["environmentId"]}`
+  ),
+  ...configFixtures("configuration", () => Effect.succeed({}), () => ""),
+  ...configFixtures("projectConfiguration", newProjectScope, (p) => `/projects/${p["projectId"]}`),
+  ...configFixtures(
+    "environmentConfiguration",
+    newEnvironmentScope,
+    (p) => `/projects/${p["projectId"]}/environments/${p["environmentId"]}`
+  ),
   "system.health": { request: none },
   "system.outbox": { request: none },
 
@@ -299,7 +420,28 @@ const fixtures: Readonly<Record<string, Fixture>> = {
         return { body }
       }),
     referencesInBody: true
-  }
+  },
+  "projects.list": { request: none },
+  "projects.create": {
+    request: (ctx) =>
+      Effect.as(unlimitedProjects(ctx.orgId), { body: { name: `Matrix ${randomUUID().slice(0, 8)}` } })
+  },
+  "projects.get": { request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId } })) },
+  "projects.archive": { request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId } })) },
+  "projects.restore": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject(ctx)
+        yield* asCreator(ctx, "DELETE", `/projects/${projectId}`)
+        return { params: { projectId } }
+      })
+  },
+  "projects.listEnvironments": { request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId } })) },
+  "projects.createEnvironment": {
+    request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId }, body: { name: "Staging" } }))
+  },
+  "projects.getEnvironment": { request: (ctx) => Effect.map(newEnvironment(ctx), (params) => ({ params })) },
+  "projects.archiveEnvironment": { request: (ctx) => Effect.map(newEnvironment(ctx), (params) => ({ params })) }
 }
 
 /** How a call came out, in the terms the matrix speaks. */

@@ -3,8 +3,11 @@ import { Context } from "effect"
 import { HttpApi, OpenApi } from "effect/http-api"
 import { ApiKeysApi } from "./apiKeys.ts"
 import { AuditApi } from "./audit.ts"
+import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi } from "./config.ts"
 import { IdentityApi, SessionApi } from "./identity.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
+import { ProjectsApi } from "./projects.ts"
+import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
@@ -20,6 +23,13 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(MembersApi)
   .add(InvitationsApi)
   .add(TeamsApi)
+  .add(ProjectsApi)
+  .add(ConfigurationApi)
+  .add(ProjectConfigurationApi)
+  .add(EnvironmentConfigurationApi)
+  .add(SecretsApi)
+  .add(ProjectSecretsApi)
+  .add(EnvironmentSecretsApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(Context.make(HttpApi.PayloadParseOptions, { errors: "all" }).pipe(

@@ -9,6 +9,10 @@ import workspaces from "./migrations/0003_workspaces.ts"
 import apiKeys from "./migrations/0004_api_keys.ts"
 import invitations from "./migrations/0005_invitations.ts"
 import teams from "./migrations/0006_teams.ts"
+import projects from "./migrations/0007_projects.ts"
+import entitlements from "./migrations/0008_entitlements.ts"
+import config from "./migrations/0009_config.ts"
+import secrets from "./migrations/0010_secrets.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -17,7 +21,11 @@ export const migrations = {
   "0003_workspaces": workspaces,
   "0004_api_keys": apiKeys,
   "0005_invitations": invitations,
-  "0006_teams": teams
+  "0006_teams": teams,
+  "0007_projects": projects,
+  "0008_entitlements": entitlements,
+  "0009_config": config,
+  "0010_secrets": secrets
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

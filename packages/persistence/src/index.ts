@@ -29,4 +29,15 @@ export * from "./apiKeys/ApiKeysRepo.ts"
 export * from "./teams/rows.ts"
 export * from "./teams/TeamsRepo.ts"
 
+export * from "./projects/ProjectsRepo.ts"
+export * from "./projects/rows.ts"
+
+export * from "./entitlements/EntitlementsRepo.ts"
+
 export * from "./members/InvitationsRepo.ts"
+
+export * from "./config/ConfigRepo.ts"
+export * from "./config/rows.ts"
+
+export * from "./secrets/rows.ts"
+export * from "./secrets/SecretsRepo.ts"

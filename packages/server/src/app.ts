@@ -9,6 +9,8 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ApiKeysHttp } from "./apiKeys/http.ts"
 import { ApiKeysService } from "./apiKeys/service.ts"
 import { AuditHttp } from "./audit/http.ts"
+import { ConfigurationHttp, EnvironmentConfigurationHttp, ProjectConfigurationHttp } from "./config/http.ts"
+import { ConfigService } from "./config/service.ts"
 import { ActorResolverLive } from "./identity/actors.ts"
 import { IdentityHttp, SessionHttp } from "./identity/http.ts"
 import { OAuthService } from "./identity/oauth.ts"
@@ -16,6 +18,10 @@ import { SecurityLog } from "./identity/securityLog.ts"
 import { IdentityService } from "./identity/service.ts"
 import { InvitationsHttp, MembersHttp } from "./members/http.ts"
 import { InvitationsService } from "./members/invitations.ts"
+import { Entitlements } from "./platform/entitlements.ts"
+import { ProjectsHttp } from "./projects/http.ts"
+import { ProjectsService } from "./projects/service.ts"
+import { EnvironmentSweep } from "./projects/sweep.ts"
 import { MembersService } from "./members/service.ts"
 import { ApiMiddlewareLive } from "./platform/apiMiddleware.ts"
 import { EdgeLive } from "./platform/edge.ts"
@@ -24,6 +30,8 @@ import { ServerKeys } from "./platform/keys.ts"
 import { Mailer } from "./platform/mailer.ts"
 import { Cursors } from "./platform/pagination.ts"
 import { RateLimiter } from "./platform/rateLimit.ts"
+import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
+import { SecretsService } from "./secrets/service.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
@@ -32,7 +40,9 @@ import { WorkspaceResolverLive } from "./workspaces/resolver.ts"
 import { WorkspacesService } from "./workspaces/service.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHttp, IdentityHttp, SessionHttp, WorkspacesHttp, ApiKeysHttp, AuditHttp, MembersHttp, InvitationsHttp, TeamsHttp]),
+  Layer.provide([SystemHttp, IdentityHttp, SessionHttp, WorkspacesHttp, ApiKeysHttp, AuditHttp, MembersHttp, InvitationsHttp, TeamsHttp, ProjectsHttp,
+    SecretsHttp, ProjectSecretsHttp, EnvironmentSecretsHttp,
+    ConfigurationHttp, ProjectConfigurationHttp, EnvironmentConfigurationHttp]),
   Layer.provide(ApiMiddlewareLive)
 )
 
@@ -42,6 +52,10 @@ const Services = OAuthService.layer.pipe(
   Layer.provideMerge(IdentityService.layer),
   Layer.provideMerge(WorkspacesService.layer),
   Layer.provideMerge(TeamsService.layer),
+  Layer.provideMerge(Layer.mergeAll(ProjectsService.layer, EnvironmentSweep.layer)),
+  Layer.provideMerge(Entitlements.layer),
+  Layer.provideMerge(ConfigService.layer),
+  Layer.provideMerge(SecretsService.layer),
   Layer.provideMerge(Layer.mergeAll(MembersService.layer, InvitationsService.layer)),
   Layer.provideMerge(ApiKeysService.layer),
   Layer.provideMerge(Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive, SecurityLog.layer)),
@@ -50,7 +64,7 @@ const Services = OAuthService.layer.pipe(
 )
 
 /** Every route (API, docs, edge) with the services they need; needs config and repositories. */
-export const HttpAppLive = Layer.mergeAll(ApiRoutes, Docs, EdgeLive).pipe(Layer.provide(Services))
+export const HttpAppLive = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background).pipe(Layer.provide(Services))
 
 /** Serves the app on whatever `HttpServer` is provided (a Node listener, or a test server). */
 export const serveApp = HttpRouter.serve(HttpAppLive, { disableLogger: true, disableListenLog: true })

@@ -2,6 +2,9 @@
 import {
   ApiKeysRepo,
   ChallengesRepo,
+  EntitlementsRepo,
+  ConfigRepo,
+  EnvironmentsRepo,
   DatabaseHealth,
   EventLogRepo,
   IdempotencyRepo,
@@ -10,8 +13,10 @@ import {
   OAuthRepo,
   OrganizationsRepo,
   OutboxRepo,
+  ProjectsRepo,
   RateLimitRepo,
   RoleBindingsRepo,
+  SecretsRepo,
   SecurityEventsRepo,
   ServerSecretsRepo,
   SessionsRepo,
@@ -39,7 +44,12 @@ export const RepositoriesSql = Layer.mergeAll(
   RoleBindingsRepo.sql,
   TeamsRepo.sql,
   InvitationsRepo.sql,
-  ApiKeysRepo.sql
+  ApiKeysRepo.sql,
+  ProjectsRepo.sql,
+  EnvironmentsRepo.sql,
+  EntitlementsRepo.sql,
+  ConfigRepo.sql,
+  SecretsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -60,5 +70,10 @@ export const RepositoriesMemory = Layer.mergeAll(
   RoleBindingsRepo.memory,
   TeamsRepo.memory,
   InvitationsRepo.memory,
-  ApiKeysRepo.memory
+  ApiKeysRepo.memory,
+  ProjectsRepo.memory,
+  EnvironmentsRepo.memory,
+  EntitlementsRepo.memory,
+  ConfigRepo.memory,
+  SecretsRepo.memory
 )

@@ -28,6 +28,8 @@ export interface AppConfigShape {
   readonly tokenSigningKey: Option.Option<Redacted.Redacted>
   readonly oauthProviders: ReadonlyArray<OAuthProviderConfig>
   readonly otlpEndpoint: Option.Option<string>
+  /** Days an environment may stay unused before the idle sweep archives it (`ENVIRONMENT_RETENTION_DAYS`). */
+  readonly environmentRetentionDays: number
 }
 
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
@@ -76,6 +78,10 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       return yield* new ConfigError({ message: "PORT must be an integer from 0 to 65535" })
     }
+    const environmentRetentionDays = Number(nonEmpty(env, "ENVIRONMENT_RETENTION_DAYS").pipe(Option.getOrElse(() => "30")))
+    if (!Number.isInteger(environmentRetentionDays) || environmentRetentionDays < 1) {
+      return yield* new ConfigError({ message: "ENVIRONMENT_RETENTION_DAYS must be a positive integer" })
+    }
     const secretsKek = Option.map(nonEmpty(env, "SECRETS_KEK"), Redacted.make)
     const tokenSigningKey = Option.map(nonEmpty(env, "TOKEN_SIGNING_KEY"), Redacted.make)
     if (appEnv === "production") {
@@ -102,7 +108,8 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       secretsKek,
       tokenSigningKey,
       oauthProviders: oauthProviders(env),
-      otlpEndpoint: nonEmpty(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+      otlpEndpoint: nonEmpty(env, "OTEL_EXPORTER_OTLP_ENDPOINT"),
+      environmentRetentionDays
     }
   })
 

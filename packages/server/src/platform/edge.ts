@@ -57,6 +57,8 @@ export const EdgeLive = HttpRouter.middleware(
     const idempotency = yield* IdempotencyRepo
     const keys = yield* ServerKeys
     const routes = makeRouteTable(ControlPlaneApi, DOCS_ROUTES)
+    const hiddenReach = makeRouteTable(ControlPlaneApi, [], (endpoint) =>
+      Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true)
 
     const resolveActor = (token: string | undefined): Effect.Effect<ActorResolution> =>
       token === undefined
@@ -113,9 +115,7 @@ export const EdgeLive = HttpRouter.middleware(
       if (actor._tag === "Resolved" && workspaceMatch !== null) {
         // Not URL-decoded: valid references (`org_`/`ws_` ids, slugs) contain no escapes. A route marked
         // `reachesHiddenWorkspace` (an invitee accepting by token) is reached even without a grant there.
-        const endpoint = routes.endpointAt(original.method, path)
-        const evenIfHidden = endpoint !== undefined &&
-          Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true
+        const evenIfHidden = hiddenReach.endpointAt(original.method, path) !== undefined
         const resolved = yield* (evenIfHidden ? workspaces.resolveEvenIfHidden : workspaces.resolve)(
           workspaceMatch[1] ?? "",
           actor.actor
@@ -141,7 +141,7 @@ export const EdgeLive = HttpRouter.middleware(
       const key = request.headers[IDEMPOTENCY_HEADER]
       const response = key === undefined || !IDEMPOTENT_METHODS.has(request.method) || actor._tag === "Invalid"
         ? yield* routed
-        : yield* withIdempotencyKey(idempotency, keys.kek, {
+        : yield* withIdempotencyKey(idempotency, keys, {
           key,
           principal: actor._tag === "Resolved" ? actorId(actor.actor) : "",
           method: request.method,

@@ -3,7 +3,8 @@ import { Conflict, ValidationFailed, wireError } from "@cp/domain"
 import type { IdempotencyRepo } from "@cp/persistence"
 import { Duration, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { sha256Hex } from "./crypto.ts"
+import type { KeyObject } from "node:crypto"
+import { hmacSha256Hex } from "./crypto.ts"
 import type { KeyEncryptionKey } from "./keys.ts"
 import { renderError } from "./render.ts"
 import { open, seal } from "./secretBox.ts"
@@ -25,12 +26,13 @@ export const canonicalJson = (value: unknown): string => {
 }
 
 /** The fingerprint a repeated request must match: canonical JSON when the body parses, raw bytes otherwise. */
-export const bodyFingerprint = (text: string): string => {
-  if (text === "") return sha256Hex("")
+export const bodyFingerprint = (key: KeyObject, text: string): string => {
+  // Keyed: a body can carry a secret value, and a plain hash would let a database reader test guesses.
+  if (text === "") return hmacSha256Hex(key, "")
   try {
-    return sha256Hex(canonicalJson(JSON.parse(text)))
+    return hmacSha256Hex(key, canonicalJson(JSON.parse(text)))
   } catch {
-    return sha256Hex(text)
+    return hmacSha256Hex(key, text)
   }
 }
 
@@ -65,7 +67,7 @@ export const responseText = (response: HttpServerResponse.HttpServerResponse): s
  */
 export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
   repo: IdempotencyRepo["Service"],
-  kek: KeyEncryptionKey,
+  keys: { readonly kek: KeyEncryptionKey; readonly signingKey: KeyObject },
   request: KeyedRequest,
   routed: Effect.Effect<HttpServerResponse.HttpServerResponse, E>
 ) {
@@ -75,7 +77,7 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
       reason: "malformed"
     }))
   }
-  const bodyHash = bodyFingerprint(request.body)
+  const bodyHash = bodyFingerprint(keys.signingKey, request.body)
   const slot = { principal: request.principal, method: request.method, path: request.canonicalPath, key: request.key }
   const now = new Date(request.now)
   const started = yield* repo.begin({ ...slot, bodyHash, now, staleAfter: IN_FLIGHT_RELEASE_AFTER })
@@ -89,7 +91,7 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
           reason: "key_reused"
         }))
       }
-      const body = open(kek, started.body)
+      const body = open(keys.kek, started.body)
       if (body === undefined) {
         return yield* renderError(wireError(Conflict, "The stored answer for this Idempotency-Key can no longer be read"))
       }
@@ -107,7 +109,7 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
           status: response.status,
           headers: { "x-request-id": request.requestId },
           // Stored answers can carry secrets shown once (API keys, session tokens): sealed at rest.
-          body: seal(kek, text),
+          body: seal(keys.kek, text),
           now
         })
         : repo.release(slot)

@@ -2,11 +2,13 @@
 import {
   AuditEntryId,
   ChallengeId,
+  EnvironmentId,
   EventId,
   IdPrefix,
   InvitationId,
   MemberId,
   OrgId,
+  ProjectId,
   SessionId,
   TeamId,
   UserId,
@@ -52,6 +54,8 @@ export const mint = {
   member: (now: number) => MemberId.make(newId(IdPrefix.member, now), trusted),
   invitation: (now: number) => InvitationId.make(newId(IdPrefix.invitation, now), trusted),
   team: (now: number) => TeamId.make(newId(IdPrefix.team, now), trusted),
+  project: (now: number) => ProjectId.make(newId(IdPrefix.project, now), trusted),
+  environment: (now: number) => EnvironmentId.make(newId(IdPrefix.environment, now), trusted),
   eventId: (now: number) => EventId.make(newUuid(now), trusted),
   auditEntryId: (now: number) => AuditEntryId.make(newUuid(now), trusted)
 }

@@ -13,12 +13,28 @@ import {
  * A role the subject holds, where it holds it, and how it came to hold it: `direct` (a binding of its own), `team`
  * (a grant of a team it belongs to; `teamId` names the team) or `account_cascade` (held on the account root).
  */
-export type Grant = Via
+export type Grant = Via & {
+  /**
+   * When present, the grant confers only these of its role's permissions. Workflow (CI) actors hold such a grant:
+   * `environment.read` within their token-bound project, nothing else (spec: Projects and environments).
+   */
+  readonly only?: ReadonlySet<Permission>
+}
+
+/** What a workflow actor holds in its token-bound workspace: listing environments of its bound project. */
+export const workflowGrants = (projectId: string): ReadonlyArray<Grant> => [{
+  kind: "direct",
+  role: "project_viewer",
+  scopeKind: "project",
+  scopeRef: projectId,
+  only: new Set<Permission>(["environment.read"])
+}]
 
 const projectScoped: ReadonlySet<string> = new Set(projectPermissions)
 
 const grantApplies = (grant: Grant, permission: Permission, projectId: string | undefined): boolean => {
   if (!rolePermissions[grant.role].has(permission)) return false
+  if (grant.only !== undefined && !grant.only.has(permission)) return false
   if (grant.scopeKind !== "project") return true
   return projectScoped.has(permission) && projectId !== undefined && grant.scopeRef === projectId
 }

@@ -18,15 +18,21 @@ interface Route {
 const toPattern = (path: string): RegExp =>
   new RegExp(`^${path.split("/").map((segment) => segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")}/?$`)
 
-/** Builds the table once from the API definition (plus routes served beside it, such as the docs). */
+/**
+ * Builds the table once from the API definition (plus routes served beside it, such as the docs); `where`
+ * keeps only some endpoints, so a per-request question about a few routes tests only their patterns.
+ */
 export const makeRouteTable = <Id extends string, Groups extends HttpApiGroup.Constraint>(
   api: HttpApi.HttpApi<Id, Groups>,
-  extra: ReadonlyArray<readonly [method: string, path: string]> = []
+  extra: ReadonlyArray<readonly [method: string, path: string]> = [],
+  where: (endpoint: HttpApiEndpoint.Top) => boolean = () => true
 ): RouteTable => {
   const routes: Array<Route> = []
   HttpApi.reflect(api, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => routes.push({ pattern: toPattern(endpoint.path), method: endpoint.method, endpoint })
+    onEndpoint: ({ endpoint }) => {
+      if (where(endpoint)) routes.push({ pattern: toPattern(endpoint.path), method: endpoint.method, endpoint })
+    }
   })
   for (const [method, path] of extra) routes.push({ pattern: toPattern(path), method })
   const parameters = (path: string) => path.split("/").filter((segment) => segment.startsWith(":")).length

@@ -2,6 +2,7 @@
 import type { Actor, OrgId, WorkspaceRef } from "@cp/domain"
 import { OrganizationsRepo } from "@cp/persistence"
 import { Effect, Layer, Option } from "effect"
+import { workflowGrants } from "../platform/rbac.ts"
 import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
 import { grantsOf } from "./grants.ts"
 import { toOrganization } from "./service.ts"
@@ -23,6 +24,14 @@ export const WorkspaceResolverLive = Layer.effect(
     const orgs = yield* OrganizationsRepo
     const resolver: WorkspaceResolver["Service"] = WorkspaceResolver.of({
       resolve: Effect.fnUntraced(function*(ref, actor) {
+        if (actor.kind === "workflow") {
+          // No membership or binding: the token binds the workspace and project; the workspace must be that one.
+          const found = yield* orgs.resolveForSubject({ ref, subjectType: "service_principal", subjectId: actor.subject })
+          return Option.flatMap(found, ({ organization }) =>
+            organization.id === actor.orgId
+              ? Option.some({ organization: toOrganization(organization), grants: workflowGrants(actor.projectId) })
+              : Option.none())
+        }
         const principal = principalOf(actor)
         if (principal === undefined) return Option.none()
         const found = yield* orgs.resolveForSubject({ ref, ...principal })

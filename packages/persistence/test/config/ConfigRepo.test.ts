@@ -1,0 +1,166 @@
+import { FeatureFlagId, SettingId } from "@cp/domain/config"
+import { IdPrefix, OrgId, WorkspaceRef } from "@cp/domain/ids"
+import { assert } from "@effect/vitest"
+import { Data, Effect, Layer, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { ConfigRepo } from "../../src/config/ConfigRepo.ts"
+import type { ConfigScope, FeatureFlagRow, SettingRow } from "../../src/config/rows.ts"
+import { UniqueViolation } from "../../src/errors.ts"
+import { Transactor } from "../../src/Transactor.ts"
+import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
+import type { OrganizationRow } from "../../src/workspaces/rows.ts"
+import { describeContract } from "../harness.ts"
+
+const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
+const at = (minutes: number) => new Date(t0 + minutes * 60_000)
+
+const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
+  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
+
+const repositories = {
+  memory: Layer.mergeAll(OrganizationsRepo.memory, ConfigRepo.memory),
+  sql: Layer.mergeAll(OrganizationsRepo.sql, ConfigRepo.sql)
+}
+
+const workspace = Effect.fnUntraced(function*() {
+  const publicId = newId(WorkspaceRef, IdPrefix.workspace)
+  const org: OrganizationRow = {
+    id: newId(OrgId, IdPrefix.org),
+    publicId,
+    name: "Root",
+    slug: `ws-${randomUUID()}`,
+    kind: "account",
+    accountId: publicId,
+    isAccountRoot: true,
+    createdAt: at(0),
+    updatedAt: at(0)
+  }
+  yield* (yield* OrganizationsRepo).insert(org)
+  return org
+})
+
+const scopesOf = (orgId: OrgId): ReadonlyArray<ConfigScope> => {
+  const projectId = `prj_${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`
+  return [
+    { orgId, projectId: null, environmentId: null },
+    { orgId, projectId, environmentId: null },
+    { orgId, projectId, environmentId: `env_${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}` }
+  ]
+}
+
+const kindOf = (scope: ConfigScope) =>
+  scope.environmentId !== null ? "environment" as const : scope.projectId !== null ? "project" as const : "organization" as const
+
+const settingRow = (scope: ConfigScope, key: string, minutes: number, overrides: Partial<SettingRow> = {}): SettingRow => ({
+  id: newId(SettingId, "stg_"),
+  ...scope,
+  scopeKind: kindOf(scope),
+  key,
+  valueJson: JSON.stringify({ n: minutes }),
+  valueType: "json",
+  visibility: "internal",
+  overridable: true,
+  description: null,
+  createdAt: at(minutes),
+  updatedAt: at(minutes),
+  ...overrides
+})
+
+const flagRow = (scope: ConfigScope, key: string, minutes: number): FeatureFlagRow => ({
+  id: newId(FeatureFlagId, "flg_"),
+  ...scope,
+  scopeKind: kindOf(scope),
+  key,
+  enabled: true,
+  valueJson: "null",
+  description: "d",
+  createdAt: at(minutes),
+  updatedAt: at(minutes)
+})
+
+class Abort extends Data.TaggedError("Abort")<{}> {}
+
+describeContract("ConfigRepo settings", repositories, (it) => {
+  it.effect("inserts, finds at exactly its scope, lists one scope newest first by keyset, key unique per scope", () =>
+    Effect.gen(function*() {
+      const repo = yield* ConfigRepo
+      const org = yield* workspace()
+      const [ws, prj, env] = scopesOf(org.id) as [ConfigScope, ConfigScope, ConfigScope]
+      const rows = [settingRow(ws, "a", 1), settingRow(ws, "b", 3), settingRow(ws, "c", 2), settingRow(prj, "a", 4), settingRow(env, "a", 5)]
+      yield* Effect.forEach(rows, repo.insertSetting, { discard: true })
+      const first = rows[0]!
+      assert.deepStrictEqual(yield* repo.findSetting(ws, first.id), Option.some(first))
+      assert.isTrue(Option.isNone(yield* repo.findSetting(prj, first.id)))
+      assert.isTrue(Option.isNone(yield* repo.findSetting(env, rows[3]!.id)))
+      const page1 = yield* repo.listSettings(ws, { limit: 2 })
+      assert.deepStrictEqual(page1.map((row) => row.key), ["b", "c"])
+      const page2 = yield* repo.listSettings(ws, { limit: 2, after: { at: page1[1]!.createdAt, key: page1[1]!.id } })
+      assert.deepStrictEqual(page2.map((row) => row.key), ["a"])
+      assert.deepStrictEqual((yield* repo.listSettings(env, { limit: 10 })).map((row) => row.id), [rows[4]!.id])
+      // The same key at the same scope: UniqueViolation; at another scope it is fine.
+      const dup = yield* Effect.flip(repo.insertSetting(settingRow(prj, "a", 6)))
+      assert.deepStrictEqual(dup, new UniqueViolation({ constraint: "settings_scope_key" }))
+      const dupWs = yield* Effect.flip(repo.insertSetting(settingRow(ws, "b", 6)))
+      assert.strictEqual(dupWs.constraint, "settings_scope_key")
+      const withKey = yield* repo.settingsWithKey(org.id, "a")
+      assert.sameMembers(withKey.map((row) => row.id), [rows[0]!.id, rows[3]!.id, rows[4]!.id])
+    }))
+
+  it.effect("JSON values of every kind round-trip; update replaces a row of the same scope only", () =>
+    Effect.gen(function*() {
+      const repo = yield* ConfigRepo
+      const org = yield* workspace()
+      const [ws, prj] = scopesOf(org.id) as [ConfigScope, ConfigScope]
+      for (const value of [null, "s", 1.5, true, [1, { a: "b" }]]) {
+        const row = settingRow(ws, `v${randomUUID()}`, 1, { valueJson: JSON.stringify(value) })
+        yield* repo.insertSetting(row)
+        const found = Option.getOrThrow(yield* repo.findSetting(ws, row.id))
+        assert.deepStrictEqual(JSON.parse(found.valueJson), value)
+      }
+      const row = settingRow(ws, "upd", 1)
+      yield* repo.insertSetting(row)
+      const next: SettingRow = {
+        ...row,
+        valueJson: "\"x\"",
+        valueType: "string",
+        visibility: "masked",
+        overridable: false,
+        description: "now",
+        updatedAt: at(9)
+      }
+      assert.deepStrictEqual(yield* repo.updateSetting(next), Option.some(next))
+      assert.deepStrictEqual(yield* repo.findSetting(ws, row.id), Option.some(next))
+      assert.isTrue(Option.isNone(yield* repo.updateSetting({ ...next, ...prj })))
+    }))
+
+  it.effect("an insert inside a failed transaction is rolled back", () =>
+    Effect.gen(function*() {
+      const repo = yield* ConfigRepo
+      const tx = yield* Transactor
+      const org = yield* workspace()
+      const [ws] = scopesOf(org.id) as [ConfigScope]
+      const row = settingRow(ws, "rolled", 1)
+      yield* Effect.flip(tx.withTransaction(Effect.andThen(repo.insertSetting(row), Effect.fail(new Abort()))))
+      assert.isTrue(Option.isNone(yield* repo.findSetting(ws, row.id)))
+    }))
+})
+
+describeContract("ConfigRepo feature flags", repositories, (it) => {
+  it.effect("inserts, finds, lists by scope, key unique per scope, updates", () =>
+    Effect.gen(function*() {
+      const repo = yield* ConfigRepo
+      const org = yield* workspace()
+      const [ws, prj, env] = scopesOf(org.id) as [ConfigScope, ConfigScope, ConfigScope]
+      const flags = [flagRow(ws, "f", 1), flagRow(ws, "g", 2), flagRow(prj, "f", 3), flagRow(env, "f", 4)]
+      yield* Effect.forEach(flags, repo.insertFlag, { discard: true })
+      assert.deepStrictEqual(yield* repo.findFlag(ws, flags[0]!.id), Option.some(flags[0]!))
+      assert.isTrue(Option.isNone(yield* repo.findFlag(env, flags[0]!.id)))
+      assert.deepStrictEqual((yield* repo.listFlags(ws, { limit: 10 })).map((row) => row.key), ["g", "f"])
+      assert.deepStrictEqual((yield* repo.listFlags(prj, { limit: 10 })).map((row) => row.id), [flags[2]!.id])
+      const dup = yield* Effect.flip(repo.insertFlag(flagRow(env, "f", 5)))
+      assert.strictEqual(dup.constraint, "feature_flags_scope_key")
+      const next: FeatureFlagRow = { ...flags[3]!, enabled: false, valueJson: "{\"pct\":5}", description: null, updatedAt: at(8) }
+      assert.deepStrictEqual(yield* repo.updateFlag(next), Option.some(next))
+      assert.isTrue(Option.isNone(yield* repo.updateFlag({ ...next, ...ws })))
+    }))
+})

@@ -1,0 +1,364 @@
+/**
+ * Projects and environments: create, read, archive (never delete), restore. Project create and restore count
+ * against `limit.projects` (active projects), read through `Entitlements`; the check and the write share a
+ * transaction that first locks the workspace row, so replicas cannot both take the last slot.
+ */
+import {
+  type Actor,
+  Conflict,
+  type Environment,
+  type EnvironmentId,
+  NotFound,
+  type OrgId,
+  type Paged,
+  PreconditionFailed,
+  type Project,
+  type ProjectId,
+  type ValidationFailed,
+  wireError
+} from "@cp/domain"
+import {
+  type EnvironmentRow,
+  EnvironmentsRepo,
+  type ProjectPagePosition,
+  type ProjectRow,
+  ProjectsRepo,
+  Transactor
+} from "@cp/persistence"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Entitlements } from "../platform/entitlements.ts"
+import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
+import { mint } from "../platform/ids.ts"
+import { type CursorBinding, Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
+import type { PageRequest } from "../workspaces/service.ts"
+import { nextFreeSlug, slugify } from "../workspaces/slugs.ts"
+
+export const toProject = (row: ProjectRow): Project => ({
+  id: row.id,
+  orgId: row.orgId,
+  name: row.name,
+  slug: row.slug,
+  status: row.status,
+  createdAt: row.createdAt,
+  updatedAt: row.updatedAt,
+  archivedAt: row.archivedAt
+})
+
+export const toEnvironment = (row: EnvironmentRow): Environment => ({
+  id: row.id,
+  orgId: row.orgId,
+  projectId: row.projectId,
+  name: row.name,
+  slug: row.slug,
+  status: row.status,
+  createdAt: row.createdAt,
+  updatedAt: row.updatedAt,
+  archivedAt: row.archivedAt,
+  lastActiveAt: row.lastActiveAt
+})
+
+const projectNotFound = (projectId: string) => wireError(NotFound, "Project not found", { projectId })
+const environmentNotFound = (environmentId: string) => wireError(NotFound, "Environment not found", { environmentId })
+const slugTaken = (slug: string, where: string) => wireError(Conflict, `The slug '${slug}' is taken in this ${where}`, { field: "slug" })
+
+export const PROJECTS_LIMIT = "limit.projects"
+
+interface NameInput {
+  readonly name: string
+  readonly slug?: string
+}
+
+export class ProjectsService extends Context.Service<ProjectsService, {
+  readonly list: (
+    workspace: ResolvedWorkspace,
+    page: PageRequest
+  ) => Effect.Effect<Paged<{ readonly projects: ReadonlyArray<Project> }>, ValidationFailed>
+  readonly create: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    input: NameInput
+  ) => Effect.Effect<{ readonly project: Project }, Conflict | PreconditionFailed>
+  readonly get: (workspace: ResolvedWorkspace, projectId: ProjectId) => Effect.Effect<{ readonly project: Project }, NotFound>
+  readonly archive: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    projectId: ProjectId
+  ) => Effect.Effect<{ readonly project: Project }, NotFound>
+  readonly restore: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    projectId: ProjectId
+  ) => Effect.Effect<{ readonly project: Project }, NotFound | PreconditionFailed>
+  readonly listEnvironments: (
+    workspace: ResolvedWorkspace,
+    projectId: ProjectId,
+    page: PageRequest
+  ) => Effect.Effect<Paged<{ readonly environments: ReadonlyArray<Environment> }>, NotFound | ValidationFailed>
+  readonly createEnvironment: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    projectId: ProjectId,
+    input: NameInput
+  ) => Effect.Effect<{ readonly environment: Environment }, NotFound | Conflict>
+  readonly getEnvironment: (
+    workspace: ResolvedWorkspace,
+    projectId: ProjectId,
+    environmentId: EnvironmentId
+  ) => Effect.Effect<{ readonly environment: Environment }, NotFound>
+  readonly archiveEnvironment: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    projectId: ProjectId,
+    environmentId: EnvironmentId
+  ) => Effect.Effect<{ readonly environment: Environment }, NotFound>
+}>()("@cp/server/ProjectsService") {
+  static readonly layer = Layer.effect(
+    ProjectsService,
+    Effect.gen(function*() {
+      const projects = yield* ProjectsRepo
+      const environments = yield* EnvironmentsRepo
+      const entitlements = yield* Entitlements
+      const tx = yield* Transactor
+      const events = yield* EventLog
+      const cursors = yield* Cursors
+
+      const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
+
+      const keysetPage = Effect.fnUntraced(function*<Row extends { readonly createdAt: Date; readonly id: string }>(
+        binding: CursorBinding,
+        page: PageRequest,
+        fetch: (window: { readonly limit: number; readonly after?: ProjectPagePosition }) => Effect.Effect<ReadonlyArray<Row>>
+      ) {
+        const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
+        const limit = page.limit ?? DEFAULT_PAGE_SIZE
+        const rows = yield* fetch(
+          after === undefined ? { limit: limit + 1 } : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
+        )
+        const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
+        return { items, cursor: next === undefined ? null : cursors.encode(binding, next) }
+      })
+
+      const findProject = (orgId: OrgId, projectId: ProjectId) =>
+        Effect.flatMap(projects.findById(orgId, projectId), Option.match({
+          onNone: () => Effect.fail(projectNotFound(projectId)),
+          onSome: Effect.succeed
+        }))
+
+      const findEnvironment = (orgId: OrgId, projectId: ProjectId, environmentId: EnvironmentId) =>
+        Effect.flatMap(environments.findEnvironment(orgId, projectId, environmentId), Option.match({
+          onNone: () => Effect.fail(environmentNotFound(environmentId)),
+          onSome: Effect.succeed
+        }))
+
+      const recordProject = (actor: EventActor, row: ProjectRow, type: string, description: string) =>
+        events.record({
+          orgId: row.orgId,
+          type,
+          actor,
+          subject: { kind: "project", id: row.id, name: row.name },
+          data: { projectId: row.id, name: row.name, slug: row.slug, status: row.status },
+          projectId: row.id,
+          description
+        })
+
+      /** At the ceiling of `limit.projects` (active projects) the operation is refused with 412. */
+      const requireProjectSlot = Effect.fnUntraced(function*(orgId: OrgId, what: string) {
+        yield* projects.lockWorkspace(orgId)
+        const limit = yield* entitlements.limitOf(orgId, PROJECTS_LIMIT)
+        if (Option.isNone(limit)) return
+        const active = yield* projects.countActive(orgId)
+        if (active >= limit.value) {
+          return yield* wireError(
+            PreconditionFailed,
+            `Cannot ${what}: the workspace has reached its limit of ${limit.value} active projects`,
+            { entitlement: PROJECTS_LIMIT, limit: limit.value, current: active }
+          )
+        }
+      })
+
+      /** Inserts with the caller's slug (409 when taken) or the first free `-N` of the name's slug. */
+      const insertNamed = <Row extends { readonly slug: string; readonly name: string }>(
+        base: Omit<Row, "slug">,
+        input: NameInput,
+        fallback: string,
+        taken: (wanted: string) => Effect.Effect<ReadonlyArray<string>>,
+        insert: (row: Row) => Effect.Effect<void, { readonly _tag: "UniqueViolation" }>,
+        where: string
+      ): Effect.Effect<Row, Conflict> => {
+        const explicit = input.slug
+        if (explicit !== undefined) {
+          const row = { ...base, slug: explicit } as unknown as Row
+          return insert(row).pipe(Effect.as(row), Effect.catchTag("UniqueViolation", () => Effect.fail(slugTaken(explicit, where))))
+        }
+        const wanted = slugify(base.name, fallback)
+        return Effect.gen(function*() {
+          const row = { ...base, slug: nextFreeSlug(wanted, new Set(yield* taken(wanted))) } as unknown as Row
+          yield* tx.withTransaction(insert(row))
+          return row
+        }).pipe(Effect.retry({ times: 5, while: (e) => e._tag === "UniqueViolation" }), Effect.orDie)
+      }
+
+      return ProjectsService.of({
+        list: Effect.fn("Projects.list")(function*(workspace, page) {
+          const orgId = workspace.organization.id
+          const { items, cursor } = yield* keysetPage(
+            { endpoint: "projects.list", scope: orgId },
+            page,
+            (window) => projects.list(orgId, window)
+          )
+          return { data: { projects: items.map(toProject) }, cursor }
+        }),
+
+        create: Effect.fn("Projects.create")(function*(actor, workspace, input) {
+          const at = yield* now
+          const orgId = workspace.organization.id
+          const base = {
+            id: mint.project(at.getTime()),
+            orgId,
+            name: input.name.trim(),
+            status: "active" as const,
+            createdAt: at,
+            updatedAt: at,
+            archivedAt: null
+          }
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            yield* requireProjectSlot(orgId, "create a project")
+            const row = yield* insertNamed<ProjectRow>(
+              base,
+              input,
+              "project",
+              (wanted) => projects.slugsStartingWith(orgId, wanted),
+              projects.insert,
+              "workspace"
+            )
+            yield* recordProject(eventActorOf(actor), row, "project.created", `Project ${row.name} created`)
+            return { project: toProject(row) }
+          }))
+        }),
+
+        get: Effect.fn("Projects.get")(function*(workspace, projectId) {
+          return { project: toProject(yield* findProject(workspace.organization.id, projectId)) }
+        }),
+
+        archive: Effect.fn("Projects.archive")(function*(actor, workspace, projectId) {
+          const at = yield* now
+          const orgId = workspace.organization.id
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            const archived = yield* projects.archive(orgId, projectId, at)
+            // Archiving an archived project is a no-op that answers the project as it is.
+            if (Option.isNone(archived)) return { project: toProject(yield* findProject(orgId, projectId)) }
+            yield* recordProject(eventActorOf(actor), archived.value, "project.archived", `Project ${archived.value.name} archived`)
+            return { project: toProject(archived.value) }
+          }))
+        }),
+
+        restore: Effect.fn("Projects.restore")(function*(actor, workspace, projectId) {
+          const at = yield* now
+          const orgId = workspace.organization.id
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            const current = yield* findProject(orgId, projectId)
+            if (current.status === "active") return { project: toProject(current) }
+            yield* requireProjectSlot(orgId, "restore the project")
+            const restored = yield* projects.restore(orgId, projectId, at)
+            if (Option.isNone(restored)) return { project: toProject(yield* findProject(orgId, projectId)) }
+            yield* recordProject(eventActorOf(actor), restored.value, "project.restored", `Project ${restored.value.name} restored`)
+            return { project: toProject(restored.value) }
+          }))
+        }),
+
+        listEnvironments: Effect.fn("Projects.listEnvironments")(function*(workspace, projectId, page) {
+          const orgId = workspace.organization.id
+          yield* findProject(orgId, projectId)
+          const { items, cursor } = yield* keysetPage(
+            { endpoint: "environments.list", scope: `${orgId}/${projectId}` },
+            page,
+            (window) => environments.list(orgId, projectId, window)
+          )
+          return { data: { environments: items.map(toEnvironment) }, cursor }
+        }),
+
+        createEnvironment: Effect.fn("Projects.createEnvironment")(function*(actor, workspace, projectId, input) {
+          const at = yield* now
+          const orgId = workspace.organization.id
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            const project = yield* findProject(orgId, projectId)
+            if (project.status !== "active") {
+              return yield* wireError(Conflict, "The project is archived: restore it before adding environments", {
+                projectId,
+                status: project.status
+              })
+            }
+            const row = yield* insertNamed<EnvironmentRow>(
+              {
+                id: mint.environment(at.getTime()),
+                orgId,
+                projectId,
+                name: input.name.trim(),
+                status: "active",
+                createdAt: at,
+                updatedAt: at,
+                archivedAt: null,
+                lastActiveAt: null
+              },
+              input,
+              "environment",
+              (wanted) => environments.slugsStartingWith(projectId, wanted),
+              environments.insert,
+              "project"
+            )
+            yield* events.record({
+              orgId,
+              type: "environment.created",
+              actor: eventActorOf(actor),
+              subject: { kind: "environment", id: row.id, name: row.name },
+              data: { projectId, environmentId: row.id, name: row.name, slug: row.slug },
+              projectId,
+              environmentId: row.id,
+              description: `Environment ${row.name} created in project ${project.name}`
+            })
+            return { environment: toEnvironment(row) }
+          }))
+        }),
+
+        getEnvironment: Effect.fn("Projects.getEnvironment")(function*(workspace, projectId, environmentId) {
+          const orgId = workspace.organization.id
+          return { environment: toEnvironment(yield* findEnvironment(orgId, projectId, environmentId)) }
+        }),
+
+        archiveEnvironment: Effect.fn("Projects.archiveEnvironment")(function*(actor, workspace, projectId, environmentId) {
+          const at = yield* now
+          const orgId = workspace.organization.id
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            const archived = yield* environments.archive(orgId, projectId, environmentId, at)
+            if (Option.isNone(archived)) {
+              return { environment: toEnvironment(yield* findEnvironment(orgId, projectId, environmentId)) }
+            }
+            yield* recordEnvironmentArchived(events, eventActorOf(actor), archived.value, "api")
+            return { environment: toEnvironment(archived.value) }
+          }))
+        })
+      })
+    })
+  )
+}
+
+/** `environment.archived`, from a DELETE (`api`) or the idle sweep (`sweep`, actor system). */
+export const recordEnvironmentArchived = (
+  events: EventLog["Service"],
+  actor: EventActor,
+  row: EnvironmentRow,
+  reason: "api" | "idle"
+) =>
+  events.record({
+    orgId: row.orgId,
+    type: "environment.archived",
+    actor,
+    subject: { kind: "environment", id: row.id, name: row.name },
+    data: { projectId: row.projectId, environmentId: row.id, name: row.name, slug: row.slug, reason },
+    projectId: row.projectId,
+    environmentId: row.id,
+    description: reason === "idle"
+      ? `Environment ${row.name} archived after being idle past the retention window`
+      : `Environment ${row.name} archived`
+  })

@@ -1,0 +1,207 @@
+/**
+ * The configuration service on memory repositories, with the edge's own workspace resolver: scope checks, value
+ * types, the `overridable` rule, the resolution walk with the account guardrail and the built-in defaults, masking
+ * by the caller's write permission, and events that carry no values. The layer graph is the server's own minus HTTP.
+ */
+import { type Actor, EnvironmentId, type OrgId, ProjectId, type Role, SessionId, UserId } from "@cp/domain"
+import { EnvironmentsRepo, EventLogRepo, MembersRepo, ProjectsRepo, RoleBindingsRepo } from "@cp/persistence"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { BUILTIN_SETTING_DEFAULTS, type ConfigTarget, ConfigService, matchesType } from "../../src/config/service.ts"
+import { AppConfig, parseConfig } from "../../src/platform/config.ts"
+import { EventLog } from "../../src/platform/events.ts"
+import { newId } from "../../src/platform/ids.ts"
+import { ServerKeys } from "../../src/platform/keys.ts"
+import { Cursors } from "../../src/platform/pagination.ts"
+import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
+import { RepositoriesMemory } from "../../src/repositories.ts"
+import { WorkspaceResolverLive } from "../../src/workspaces/resolver.ts"
+import { WorkspacesService } from "../../src/workspaces/service.ts"
+
+const TestLayer = ConfigService.layer.pipe(
+  Layer.provideMerge(WorkspacesService.layer),
+  Layer.provideMerge(WorkspaceResolverLive),
+  Layer.provideMerge(Layer.mergeAll(EventLog.layer, Cursors.layer)),
+  Layer.provideMerge(ServerKeys.layer),
+  Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
+  Layer.provideMerge(RepositoriesMemory)
+)
+
+const userActor = (): Actor & { readonly kind: "user" } => ({
+  kind: "user",
+  userId: UserId.make(newId("usr_", Date.now())),
+  sessionId: SessionId.make(newId("ses_", Date.now()))
+})
+
+const resolveWorkspace = (ref: string, actor: Actor) =>
+  Effect.flatMap(WorkspaceResolver, (resolver) => resolver.resolve(ref, actor)).pipe(Effect.map(Option.getOrThrow))
+
+const join = (orgId: OrgId, actor: Actor & { readonly kind: "user" }, role: Role) =>
+  Effect.gen(function*() {
+    yield* (yield* MembersRepo).insert({
+      id: newId("mem_", 0) as never,
+      orgId,
+      subjectType: "user",
+      subjectId: actor.userId,
+      status: "active",
+      joinedAt: new Date(0)
+    })
+    yield* (yield* RoleBindingsRepo).insert({
+      id: crypto.randomUUID(),
+      orgId,
+      subjectType: "user",
+      subjectId: actor.userId,
+      role,
+      scopeKind: "organization",
+      scopeRef: null,
+      createdAt: new Date(0)
+    } as never)
+  }).pipe(Effect.orDie)
+
+/** A project and an environment of `orgId`, written straight into the repositories. */
+const projectIn = (orgId: OrgId) =>
+  Effect.gen(function*() {
+    const now = new Date()
+    const projectId = ProjectId.make(newId("prj_", now.getTime()))
+    const environmentId = EnvironmentId.make(newId("env_", now.getTime()))
+    yield* (yield* ProjectsRepo).insert({
+      id: projectId,
+      orgId,
+      name: "P",
+      slug: `p-${projectId.slice(-8).toLowerCase()}`,
+      status: "active",
+      createdAt: now,
+      updatedAt: now,
+      archivedAt: null
+    })
+    yield* (yield* EnvironmentsRepo).insert({
+      id: environmentId,
+      orgId,
+      projectId,
+      name: "E",
+      slug: `e-${environmentId.slice(-8).toLowerCase()}`,
+      status: "active",
+      createdAt: now,
+      updatedAt: now,
+      archivedAt: null,
+      lastActiveAt: null
+    })
+    return { projectId, environmentId }
+  }).pipe(Effect.orDie)
+
+/** An owner with an account root and a child workspace, each with a project and environment, as targets. */
+const setup = Effect.gen(function*() {
+  const owner = userActor()
+  const workspaces = yield* WorkspacesService
+  const root = (yield* workspaces.create(owner, { name: `Root ${owner.userId.slice(-6)}` })).organization
+  const child = (yield* workspaces.create(owner, { name: `Child ${owner.userId.slice(-6)}` })).organization
+  const targetsOf = Effect.fnUntraced(function*(orgId: OrgId, actor: Actor) {
+    const workspace = yield* resolveWorkspace(orgId, actor)
+    const { environmentId, projectId } = yield* projectIn(orgId)
+    const ws: ConfigTarget = { workspace, projectId: null, environmentId: null }
+    return { ws, prj: { ...ws, projectId }, env: { ...ws, projectId, environmentId } }
+  })
+  return { owner, root, child, rootT: yield* targetsOf(root.id, owner), childT: yield* targetsOf(child.id, owner) }
+})
+
+describe("ConfigService", () => {
+  it("matchesType", () => {
+    assert.isTrue(matchesType("a", "string"))
+    assert.isFalse(matchesType(1, "string"))
+    assert.isTrue(matchesType(1.5, "number"))
+    assert.isFalse(matchesType("1", "number"))
+    assert.isTrue(matchesType(false, "boolean"))
+    assert.isFalse(matchesType(null, "boolean"))
+    assert.isTrue(matchesType(null, "json"))
+  })
+
+  it.effect("rejects unknown projects and environments, bad values and misplaced overridable", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT, rootT } = yield* setup
+      const ghost = { ...childT.ws, projectId: rootT.prj.projectId }
+      const e1 = yield* Effect.flip(config.listSettings(ghost, {}))
+      assert.strictEqual(e1.error.message, "Project not found")
+      const e2 = yield* Effect.flip(config.listFeatureFlags({ ...childT.prj, environmentId: rootT.env.environmentId }, {}))
+      assert.strictEqual(e2.error.message, "Environment not found")
+      const e3 = yield* Effect.flip(config.createSetting(owner, childT.ws, { key: "n", value: "x", valueType: "number" }))
+      assert.deepStrictEqual(e3.error.details, { fields: { value: ["must be a number value"] } })
+      const e4 = yield* Effect.flip(config.createSetting(owner, childT.ws, { key: "n", value: 1, overridable: false }))
+      assert.hasAllKeys((e4.error.details as any).fields, ["overridable"])
+      const e5 = yield* Effect.flip(config.createSetting(owner, rootT.env, { key: "n", value: 1, overridable: true }))
+      assert.hasAllKeys((e5.error.details as any).fields, ["overridable"])
+      const ok = yield* config.createSetting(owner, rootT.ws, { key: "n", value: 1, overridable: false })
+      assert.strictEqual(ok.setting.value, 1)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("resolve: environment, project, workspace, account, default; the guardrail wins", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT, rootT } = yield* setup
+      const from = (target: ConfigTarget, key = "walk") =>
+        Effect.map(config.resolveSetting(target, key), ({ setting }) => [setting.inheritedFrom.scopeKind, setting.value])
+      assert.deepStrictEqual(yield* from(childT.env, "audit.retentionDays"), ["default", BUILTIN_SETTING_DEFAULTS["audit.retentionDays"]!.value])
+      const none = yield* Effect.flip(config.resolveSetting(childT.env, "walk"))
+      assert.strictEqual(none.error.details["key"], "walk")
+      const account = yield* config.createSetting(owner, rootT.ws, { key: "walk", value: "account" })
+      assert.deepStrictEqual(yield* from(childT.env), ["account", "account"])
+      assert.deepStrictEqual(yield* from(rootT.env), ["organization", "account"])
+      yield* config.createSetting(owner, childT.ws, { key: "walk", value: "ws" })
+      assert.deepStrictEqual(yield* from(childT.env), ["organization", "ws"])
+      yield* config.createSetting(owner, childT.prj, { key: "walk", value: "prj" })
+      assert.deepStrictEqual(yield* from(childT.env), ["project", "prj"])
+      yield* config.createSetting(owner, childT.env, { key: "walk", value: "env" })
+      assert.deepStrictEqual(yield* from(childT.env), ["environment", "env"])
+      yield* config.createSetting(owner, rootT.env, { key: "walk", value: "root-env" })
+      assert.deepStrictEqual(yield* from(rootT.env), ["environment", "root-env"])
+      yield* config.updateSetting(owner, rootT.ws, account.setting.id, { overridable: false })
+      for (const target of [childT.env, childT.prj, childT.ws]) {
+        const { setting } = yield* config.resolveSetting(target, "walk")
+        assert.deepInclude(setting, { value: "account", overridable: false, inheritedFrom: { scopeKind: "account" } })
+      }
+      for (const target of [rootT.env, rootT.prj, rootT.ws]) {
+        assert.deepStrictEqual(yield* from(target), ["organization", "account"])
+      }
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("masked values: hidden without the write permission where the setting lives", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, child, childT } = yield* setup
+      const viewer = userActor()
+      yield* join(child.id, viewer, "viewer")
+      const builder = userActor()
+      yield* join(child.id, builder, "builder")
+      yield* config.createSetting(owner, childT.prj, { key: "m", value: "s3cret", visibility: "masked" })
+      const seenBy = Effect.fnUntraced(function*(actor: Actor) {
+        const workspace = yield* resolveWorkspace(child.id, actor)
+        const target = { ...childT.env, workspace }
+        const { setting } = yield* config.resolveSetting(target, "m")
+        const listed = (yield* config.listSettings({ ...childT.prj, workspace }, {})).data.settings[0]!
+        return [setting.value, setting.masked, listed.value, listed.masked]
+      })
+      assert.deepStrictEqual(yield* seenBy(viewer), [null, true, null, true])
+      assert.deepStrictEqual(yield* seenBy(builder), ["s3cret", undefined, "s3cret", undefined])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("events carry keys, ids and changed field names, never values", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, child, childT } = yield* setup
+      const { setting } = yield* config.createSetting(owner, childT.env, { key: "e", value: "v1" })
+      yield* config.updateSetting(owner, childT.env, setting.id, { value: "v2", visibility: "masked" })
+      const { featureFlag } = yield* config.createFeatureFlag(owner, childT.prj, { key: "f", enabled: true, value: "fv" })
+      yield* config.updateFeatureFlag(owner, childT.prj, featureFlag.id, { enabled: false })
+      const events = yield* (yield* EventLogRepo).listEvents({ orgId: child.id })
+      const mine = events.filter((e) => e.type === "settings.updated" || e.type === "feature.updated")
+      assert.strictEqual(mine.length, 4)
+      for (const event of mine) assert.notMatch(JSON.stringify(event.data), /v1|v2|fv/)
+      assert.deepInclude(mine.map((e) => e.data), {
+        action: "updated",
+        settingId: setting.id,
+        key: "e",
+        scopeKind: "environment",
+        changed: ["value", "visibility"]
+      })
+    }).pipe(Effect.provide(TestLayer)))
+})

@@ -1,0 +1,108 @@
+/**
+ * The idle sweep on two replicas sharing one PostgreSQL database (contract §1 "Several replicas"; spec: environment
+ * "background sweep"): each replica has its own pool and its own `EnvironmentSweep`, both run at once, repeatedly;
+ * every idle environment is archived exactly once with exactly one `environment.archived` event (claims use
+ * `for update skip locked`). Runs only when `DATABASE_URL` names a server.
+ */
+import { EnvironmentId, IdPrefix, OrgId, ProjectId, WorkspaceRef } from "@cp/domain"
+import { Database, EnvironmentsRepo, Migrations, OrganizationsRepo, ProjectsRepo } from "@cp/persistence"
+import { AppConfig, parseConfig } from "@cp/server/platform/config"
+import { EventLog } from "@cp/server/platform/events"
+import { newId } from "@cp/server/platform/ids"
+import { EnvironmentSweep } from "@cp/server/projects/sweep"
+import { RepositoriesSql } from "@cp/server/repositories"
+import { PgClient } from "@effect/sql-pg"
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomUUID } from "node:crypto"
+
+const DATABASE_URL = process.env["DATABASE_URL"]
+
+/** One replica's sweep and repositories, on a pool of its own. */
+const replicaOver = (url: string) =>
+  EnvironmentSweep.layer.pipe(
+    Layer.provideMerge(EventLog.layer),
+    Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
+    Layer.provideMerge(RepositoriesSql.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(Database.layerPostgres(url)))),
+    Layer.fresh
+  )
+
+describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("idle sweep on two replicas", () => {
+  it.live("every idle environment is archived exactly once, with one event each", () =>
+    Effect.gen(function*() {
+      const serverUrl = DATABASE_URL ?? ""
+      const admin = Context.get(yield* Layer.build(Database.layerPostgres(serverUrl)), PgClient.PgClient)
+      const name = `cp_sweep_${randomUUID().replaceAll("-", "")}`
+      yield* Effect.acquireRelease(
+        admin`create database ${admin(name)}`,
+        () => Effect.orDie(admin`drop database if exists ${admin(name)} with (force)`)
+      )
+      const url = new URL(serverUrl)
+      url.pathname = `/${name}`
+      const [a, b] = yield* Effect.all([Layer.build(replicaOver(url.toString())), Layer.build(replicaOver(url.toString()))], {
+        concurrency: 2
+      })
+
+      // Seed through replica A: one workspace, one project, 250 environments idle since 2001 (several batches).
+      const old = new Date("2001-01-01T00:00:00.000Z")
+      const publicId = WorkspaceRef.make(newId(IdPrefix.workspace, Date.now()))
+      const orgId = OrgId.make(newId(IdPrefix.org, Date.now()))
+      yield* Context.get(a, OrganizationsRepo).insert({
+        id: orgId,
+        publicId,
+        name: "Sweep",
+        slug: `sweep-${randomUUID()}`,
+        kind: "account",
+        accountId: publicId,
+        isAccountRoot: true,
+        createdAt: old,
+        updatedAt: old
+      }).pipe(Effect.orDie)
+      const projectId = ProjectId.make(newId(IdPrefix.project, Date.now()))
+      yield* Context.get(a, ProjectsRepo).insert({
+        id: projectId,
+        orgId,
+        name: "Sweep",
+        slug: "sweep",
+        status: "active",
+        createdAt: old,
+        updatedAt: old,
+        archivedAt: null
+      }).pipe(Effect.orDie)
+      const environments = Context.get(a, EnvironmentsRepo)
+      const total = 250
+      for (let i = 0; i < total; i++) {
+        yield* environments.insert({
+          id: EnvironmentId.make(newId(IdPrefix.environment, Date.now())),
+          orgId,
+          projectId,
+          name: `E${i}`,
+          slug: `e${i}`,
+          status: "active",
+          createdAt: old,
+          updatedAt: old,
+          archivedAt: null,
+          lastActiveAt: null
+        }).pipe(Effect.orDie)
+      }
+
+      // Both replicas sweep at the same time, three times each.
+      const runs = yield* Effect.all(
+        [a, b, a, b, a, b].map((replica) => Context.get(replica, EnvironmentSweep).runOnce),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(runs.reduce((sum, n) => sum + n, 0), total, `archived per run: ${runs.join(", ")}`)
+
+      const sql = Context.get(a, SqlClient.SqlClient)
+      const activeRows = yield* sql<{ active: number }>`
+        select count(*)::int as active from environments where project_id = ${projectId} and status = 'active'`
+      assert.strictEqual(activeRows[0]?.active, 0)
+      const perEnvironment = yield* sql<{ n: number }>`
+        select count(*)::int as n from events
+        where org_id = ${orgId} and type = 'environment.archived' and actor_type = 'system'
+        group by subject_id`
+      assert.strictEqual(perEnvironment.length, total)
+      assert.isTrue(perEnvironment.every((row) => row.n === 1))
+    }).pipe(Effect.scoped, Effect.orDie), 60_000)
+})
