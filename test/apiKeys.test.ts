@@ -21,7 +21,7 @@ import { type Backend, databaseLayer } from "../packages/persistence/test/harnes
 import { failed, ok } from "./support/envelope.ts"
 import { seedBinding } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
-import { freshEmail, signIn } from "./support/session.ts"
+import { signInWithPersonal } from "./support/session.ts"
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
 
@@ -47,12 +47,7 @@ const cpctl = (env: Record<string, string>, ...args: ReadonlyArray<string>) =>
 for (const backend of backends) {
   layer(testServerOver(databaseLayer(backend)), { excludeTestServices: true })(`api keys [${backend}]`, (it) => {
     /** A fresh user and its `Personal` workspace (where it is owner). */
-    const newUser = (baseUrl: string, prefix = "user") =>
-      Effect.gen(function*() {
-        const session = yield* signIn(baseUrl, { email: freshEmail(prefix) })
-        const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }))
-        return { ...session, personal: list.organizations[0] }
-      })
+    const newUser = (baseUrl: string, prefix = "user") => signInWithPersonal(baseUrl, prefix)
 
     const createKey = (baseUrl: string, token: string, orgRef: string, body: unknown) =>
       call(baseUrl, "POST", `/v1/organizations/${orgRef}/api-keys`, { token, body })

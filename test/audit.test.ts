@@ -11,19 +11,19 @@
  */
 import { AuditEntry } from "@cp/domain"
 import { redact } from "@cp/server/platform/events"
-import { newId, newUuid } from "@cp/server/platform/ids"
+import { newUuid } from "@cp/server/platform/ids"
 import { NodeServices } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { assert, layer } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Schema, Stream } from "effect"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { Effect, FileSystem, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { fileURLToPath } from "node:url"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
-import { freshEmail, signIn } from "./support/session.ts"
+import { signInWithPersonal } from "./support/session.ts"
+import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
 import { type Res, failed, ok } from "./support/envelope.ts"
+import { cpctl } from "./support/cli.ts"
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
 
@@ -123,33 +123,12 @@ const variedLog = (ownerId: string): ReadonlyArray<Seeded> => [
   }
 ]
 
-const cpctlBin = fileURLToPath(new URL("../packages/cli/src/bin.ts", import.meta.url))
-
-/** Runs the `cpctl` executable with only the given environment; collects its output and exit code. */
-const cpctl = (env: Record<string, string>, ...args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-    const handle = yield* spawner.spawn(
-      ChildProcess.make(process.execPath, [cpctlBin, ...args], { env: { ...env, NO_COLOR: "1" }, extendEnv: false })
-    )
-    const text = (stream: Stream.Stream<Uint8Array, unknown>) => Stream.mkString(Stream.decodeText(stream))
-    const [stdout, stderr, exitCode] = yield* Effect.all([text(handle.stdout), text(handle.stderr), handle.exitCode], {
-      concurrency: "unbounded"
-    })
-    return { stdout, stderr, exitCode }
-  }).pipe(Effect.scoped, Effect.orDie)
-
 for (const backend of backends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `audit [${backend}]`,
     (it) => {
       /** A fresh user and its `Personal` workspace. */
-      const newUser = (baseUrl: string, prefix = "audit") =>
-        Effect.gen(function*() {
-          const session = yield* signIn(baseUrl, { email: freshEmail(prefix) })
-          const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }))
-          return { ...session, personal: list.organizations[0] }
-        })
+      const newUser = (baseUrl: string, prefix = "audit") => signInWithPersonal(baseUrl, prefix)
 
       const newWorkspace = (baseUrl: string, token: string, name = "Audited") =>
         Effect.map(call(baseUrl, "POST", "/v1/organizations", { token, body: { name } }), (res) => ({
@@ -169,29 +148,7 @@ for (const backend of backends) {
         })
 
       /** What an accepted invitation would write: a membership and one workspace-scoped role binding. */
-      const grant = (orgId: string, userId: string, role: string) =>
-        Effect.gen(function*() {
-          const sql = yield* SqlClient.SqlClient
-          const now = new Date()
-          yield* sql`insert into members ${sql.insert({
-            id: newId("mem_", now.getTime()),
-            orgId,
-            subjectType: "user",
-            subjectId: userId,
-            status: "active",
-            joinedAt: now
-          })}`
-          yield* sql`insert into role_bindings ${sql.insert({
-            id: randomUUID(),
-            orgId,
-            subjectType: "user",
-            subjectId: userId,
-            role,
-            scopeKind: "organization",
-            scopeRef: null,
-            createdAt: now
-          })}`
-        }).pipe(Effect.orDie)
+      const grant = (orgId: string, userId: string, role: string) => seedMember(orgId, userId, role)
 
       /** The rows `EventLog.record` writes for one event: the event and its audit entry. Returns the entry ids. */
       const seed = (orgId: string, rows: ReadonlyArray<Seeded>) =>

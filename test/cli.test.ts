@@ -5,32 +5,15 @@
 import { LoginChallenge, Membership, Organization } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Schema, Stream } from "effect"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
-import { fileURLToPath } from "node:url"
+import { Effect, FileSystem, Layer, Schema } from "effect"
 import { StoredCredentials } from "../packages/cli/src/credentials.ts"
 import { freshEmail } from "./support/session.ts"
 import { call, TestServer, testServer } from "./support/server.ts"
-
-const bin = fileURLToPath(new URL("../packages/cli/src/bin.ts", import.meta.url))
+import { cpctl } from "./support/cli.ts"
 
 /** Decodes what `--json` printed (or a file holds) with the domain's own schema. */
 const parse = <S extends Schema.Codec<unknown, unknown>>(schema: S, json: string): S["Type"] =>
   Schema.decodeUnknownSync(Schema.fromJsonString(schema))(json)
-
-/** Runs the `cpctl` executable with only the given environment; collects its output and exit code. */
-const cpctl = (env: Record<string, string>, ...args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-    const handle = yield* spawner.spawn(
-      ChildProcess.make(process.execPath, [bin, ...args], { env: { ...env, NO_COLOR: "1" }, extendEnv: false })
-    )
-    const text = (stream: Stream.Stream<Uint8Array, unknown>) => Stream.mkString(Stream.decodeText(stream))
-    const [stdout, stderr, exitCode] = yield* Effect.all([text(handle.stdout), text(handle.stderr), handle.exitCode], {
-      concurrency: "unbounded"
-    })
-    return { stdout, stderr, exitCode }
-  }).pipe(Effect.scoped, Effect.orDie)
 
 const Outbox = Schema.Struct({
   data: Schema.Struct({ messages: Schema.Array(Schema.Struct({ data: Schema.Struct({ code: Schema.String }) })) })

@@ -8,16 +8,15 @@
 import { Conflict, NotFound } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer, Stream } from "effect"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { fileURLToPath } from "node:url"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, ok } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
+import { cpctlAs as cpctl } from "./support/cli.ts"
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
 
@@ -37,25 +36,6 @@ const FLAG_KEYS = [
   "updatedAt",
   "value"
 ]
-const bin = fileURLToPath(new URL("../packages/cli/src/bin.ts", import.meta.url))
-
-/** Runs the `cpctl` executable against the server with a token; collects its output and exit code. */
-const cpctl = (baseUrl: string, token: string, ...args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-    const handle = yield* spawner.spawn(
-      ChildProcess.make(process.execPath, [bin, ...args], {
-        env: { CP_BASE_URL: baseUrl, CP_TOKEN: token, CP_CONFIG_DIR: `/nonexistent/${randomUUID()}`, NO_COLOR: "1" },
-        extendEnv: false
-      })
-    )
-    const text = (stream: Stream.Stream<Uint8Array, unknown>) => Stream.mkString(Stream.decodeText(stream))
-    const [stdout, stderr, exitCode] = yield* Effect.all([text(handle.stdout), text(handle.stderr), handle.exitCode], {
-      concurrency: "unbounded"
-    })
-    return { stdout, stderr, exitCode }
-  }).pipe(Effect.scoped, Effect.orDie)
-
 /** One client method of any of the three scope groups, called with that group's params. */
 const loose = (method: unknown) => method as (request: object) => Effect.Effect<any>
 

@@ -10,15 +10,14 @@
 import { Invitation, Member } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Schema, Stream } from "effect"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { Effect, FileSystem, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { fileURLToPath } from "node:url"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 import { call, clientFor, TestServer, testServer, testServerOver } from "./support/server.ts"
 import { type Res, failed, ok } from "./support/envelope.ts"
+import { cpctl } from "./support/cli.ts"
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
 
@@ -44,21 +43,6 @@ const assertMemberShape = (member: any) => {
   assert.match(member.joinedAt, ISO_MS)
   for (const role of member.roles) assert.deepStrictEqual(Object.keys(role).sort(), ["role", "scopeKind"])
 }
-
-/** Runs the `cpctl` executable with only the given environment; collects its output and exit code. */
-const cpctl = (env: Record<string, string>, ...args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const bin = fileURLToPath(new URL("../packages/cli/src/bin.ts", import.meta.url))
-    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-    const handle = yield* spawner.spawn(
-      ChildProcess.make(process.execPath, [bin, ...args], { env: { ...env, NO_COLOR: "1" }, extendEnv: false })
-    )
-    const text = (stream: Stream.Stream<Uint8Array, unknown>) => Stream.mkString(Stream.decodeText(stream))
-    const [stdout, stderr, exitCode] = yield* Effect.all([text(handle.stdout), text(handle.stderr), handle.exitCode], {
-      concurrency: "unbounded"
-    })
-    return { stdout, stderr, exitCode }
-  }).pipe(Effect.scoped, Effect.orDie)
 
 /** The HTTP steps every case uses, bound to one server. */
 const steps = (baseUrl: string) => {

@@ -9,48 +9,26 @@ import { Conflict, NotFound, PreconditionFailed } from "@cp/domain"
 import { newId } from "@cp/server/platform/ids"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer, Stream } from "effect"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { randomUUID } from "node:crypto"
-import { fileURLToPath } from "node:url"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, ok } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
-import { freshEmail, signIn } from "./support/session.ts"
+import { signInWithPersonal } from "./support/session.ts"
+import { cpctlAs as cpctl } from "./support/cli.ts"
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
-const bin = fileURLToPath(new URL("../packages/cli/src/bin.ts", import.meta.url))
-
-/** Runs the `cpctl` executable against the server with a token; collects its output and exit code. */
-const cpctl = (baseUrl: string, token: string, ...args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-    const handle = yield* spawner.spawn(
-      ChildProcess.make(process.execPath, [bin, ...args], {
-        env: { CP_BASE_URL: baseUrl, CP_TOKEN: token, CP_CONFIG_DIR: `/nonexistent/${randomUUID()}`, NO_COLOR: "1" },
-        extendEnv: false
-      })
-    )
-    const text = (stream: Stream.Stream<Uint8Array, unknown>) => Stream.mkString(Stream.decodeText(stream))
-    const [stdout, stderr, exitCode] = yield* Effect.all([text(handle.stdout), text(handle.stderr), handle.exitCode], {
-      concurrency: "unbounded"
-    })
-    return { stdout, stderr, exitCode }
-  }).pipe(Effect.scoped, Effect.orDie)
-
 for (const backend of backends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(`projects [${backend}]`, (it) => {
     const newUser = Effect.gen(function*() {
       const { baseUrl } = yield* TestServer
-      const session = yield* signIn(baseUrl, { email: freshEmail("prj") })
-      const { organizations } = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }))
-      return { ...session, personal: organizations[0] as { id: string; slug: string } }
+      const { personal, ...session } = yield* signInWithPersonal(baseUrl, "prj")
+      return { ...session, personal: personal as { id: string; slug: string } }
     })
 
     const api = (token: string, orgId: string) => (method: string, path: string, body?: unknown) =>

@@ -12,21 +12,19 @@ import { newId } from "@cp/server/platform/ids"
 import { open } from "@cp/server/platform/secretBox"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
-import { Cause, Effect, Layer, Logger, Schema, Stream } from "effect"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { Cause, Effect, Layer, Logger, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes, randomUUID } from "node:crypto"
-import { fileURLToPath } from "node:url"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, ok, type Res } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
+import { cpctlRun, tokenEnv } from "./support/cli.ts"
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-const bin = fileURLToPath(new URL("../packages/cli/src/bin.ts", import.meta.url))
 
 /** The server's KEK, set explicitly so the test can open what it stored. */
 const KEK_BASE64 = randomBytes(32).toString("base64")
@@ -50,21 +48,7 @@ for (const stream of [process.stdout, process.stderr]) {
 
 /** Runs `cpctl` with a token and optional stdin; collects its output and exit code. */
 const cpctl = (baseUrl: string, token: string, args: ReadonlyArray<string>, stdin?: string) =>
-  Effect.gen(function*() {
-    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-    const handle = yield* spawner.spawn(
-      ChildProcess.make(process.execPath, [bin, ...args], {
-        env: { CP_BASE_URL: baseUrl, CP_TOKEN: token, CP_CONFIG_DIR: `/nonexistent/${randomUUID()}`, NO_COLOR: "1" },
-        extendEnv: false,
-        ...(stdin === undefined ? {} : { stdin: Stream.make(new TextEncoder().encode(stdin)) })
-      })
-    )
-    const text = (stream: Stream.Stream<Uint8Array, unknown>) => Stream.mkString(Stream.decodeText(stream))
-    const [stdout, stderr, exitCode] = yield* Effect.all([text(handle.stdout), text(handle.stderr), handle.exitCode], {
-      concurrency: "unbounded"
-    })
-    return { stdout, stderr, exitCode }
-  }).pipe(Effect.scoped, Effect.orDie)
+  cpctlRun(tokenEnv(baseUrl, token), args, stdin)
 
 for (const backend of backends) {
   layer(

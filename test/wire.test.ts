@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
-import { freshEmail, signIn } from "./support/session.ts"
+import { freshEmail, signInWithPersonal } from "./support/session.ts"
 import { call, TestServer, testServerOver } from "./support/server.ts"
 import { type Res, failed, ok } from "./support/envelope.ts"
 
@@ -18,12 +18,7 @@ const serverWithDatabase = testServerOver(databaseLayer("pglite"))
 const unique = () => randomUUID().replaceAll("-", "").slice(0, 10)
 
 layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
-  const newUser = (baseUrl: string) =>
-    Effect.gen(function*() {
-      const session = yield* signIn(baseUrl, { email: freshEmail("wire") })
-      const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }))
-      return { ...session, personal: list.organizations[0] }
-    })
+  const newUser = (baseUrl: string) => signInWithPersonal(baseUrl, "wire")
 
   describe("alias", () => {
     it.effect("alias: list, create, get and children under /v1/workspaces; workspaceId beside every orgId", () =>

@@ -14,6 +14,7 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
 import { freshEmail, signIn } from "./support/session.ts"
+import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
 import { failed, ok } from "./support/envelope.ts"
 
@@ -55,29 +56,7 @@ for (const backend of backends) {
       })
 
     /** What an accepted invitation would write: a membership and one workspace-scoped role binding. */
-    const grant = (orgId: string, userId: string, role: string) =>
-      Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        const now = new Date()
-        yield* sql`insert into members ${sql.insert({
-          id: newId("mem_", now.getTime()),
-          orgId,
-          subjectType: "user",
-          subjectId: userId,
-          status: "active",
-          joinedAt: now
-        })}`
-        yield* sql`insert into role_bindings ${sql.insert({
-          id: randomUUID(),
-          orgId,
-          subjectType: "user",
-          subjectId: userId,
-          role,
-          scopeKind: "organization",
-          scopeRef: null,
-          createdAt: now
-        })}`
-      }).pipe(Effect.orDie)
+    const grant = (orgId: string, userId: string, role: string) => seedMember(orgId, userId, role)
 
     it.effect("the first sign-in creates a Personal account root", () =>
       Effect.gen(function*() {

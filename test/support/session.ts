@@ -4,6 +4,7 @@
  */
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
+import { ok } from "./envelope.ts"
 import { call } from "./server.ts"
 
 export interface SignedIn {
@@ -46,4 +47,13 @@ export const signIn = (baseUrl: string, options: { readonly email?: string; read
     const result = dataOf(complete.json)
     const signedIn: SignedIn = { token: result.token, user: result.user }
     return signedIn
+  })
+
+/** Signs a fresh `<prefix>-…` address in and reads its `Personal` workspace, the first of its workspaces. */
+export const signInWithPersonal = (baseUrl: string, prefix = "user") =>
+  Effect.gen(function*() {
+    const email = freshEmail(prefix)
+    const session = yield* signIn(baseUrl, { email })
+    const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }))
+    return { ...session, email, personal: list.organizations[0] }
   })

@@ -44,3 +44,7 @@ export const printResult = <A>(value: A, humanView: (value: A) => string) =>
 
 /** The one line a failure prints on stderr. */
 export const errorLine = (code: string, message: string): string => `error ${code}: ${message}`
+
+/** The table, then how to fetch the next page when there is one. */
+export const withNextPage = (table: string, cursor: string | null, command: string): string =>
+  cursor === null ? table : `${table}\nMore: ${command} --cursor ${cursor}`

@@ -17,7 +17,7 @@ import {
 import { Effect, Option, type Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { optionalKey } from "../options.ts"
+import { belowWorkspaceFlags, optionalKey } from "../options.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
 import { workspaceFlag } from "./teams.ts"
 
@@ -42,16 +42,7 @@ const resolvedColumns: Columns<ResolvedSetting> = {
 /** `--project` and `--environment`: the scope below the workspace (an environment needs its project). */
 export const scopeFlags = {
   workspace: workspaceFlag,
-  project: Flag.String("project").pipe(
-    Flag.withSchema(ProjectId),
-    Flag.withDescription("Project scope (prj_…)"),
-    Flag.optional
-  ),
-  environment: Flag.String("environment").pipe(
-    Flag.withSchema(EnvironmentId),
-    Flag.withDescription("Environment scope (env_…); needs --project"),
-    Flag.optional
-  )
+  ...belowWorkspaceFlags("Project scope (prj_…)", "Environment scope (env_…); needs --project")
 }
 
 export interface ScopeFlags {

@@ -3,12 +3,12 @@
  * `projects archive <project>`, `projects restore <project>`; `envs list <project>`,
  * `envs create <project> <name> [--slug]`, `envs archive <project> <environment>`.
  */
-import { type Environment, EnvironmentId, Name, PageQuery, type Project, ProjectId, Slug } from "@cp/domain"
-import { Effect, Option } from "effect"
+import { type Environment, EnvironmentId, Name, type Project, ProjectId, Slug } from "@cp/domain"
+import { Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { optionalKey } from "../options.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
+import { optionalKey, pageFlags, pageQuery } from "../options.ts"
+import { type Columns, printResult, renderTable, withNextPage } from "../output.ts"
 import { workspaceFlag } from "./teams.ts"
 
 const projectColumns: Columns<Project> = {
@@ -28,23 +28,6 @@ const environmentColumns: Columns<Environment> = {
   lastActive: (environment) => environment.lastActiveAt,
   archived: (environment) => environment.archivedAt
 }
-
-const pageFlags = {
-  limit: Flag.String("limit").pipe(
-    Flag.withSchema(PageQuery.limit.schema),
-    Flag.withDescription("Page size, 1 to 100 (server default 50)"),
-    Flag.optional
-  ),
-  cursor: Flag.String("cursor").pipe(Flag.withDescription("Continue after a previous page"), Flag.optional)
-}
-
-const pageQuery = (flags: { readonly limit: Option.Option<number>; readonly cursor: Option.Option<string> }) => ({
-  ...optionalKey("limit", flags.limit),
-  ...optionalKey("cursor", flags.cursor)
-})
-
-const withNextPage = (table: string, cursor: string | null, command: string) =>
-  cursor === null ? table : `${table}\nMore: ${command} --cursor ${cursor}`
 
 const projectArgument = Argument.String("project").pipe(
   Argument.withSchema(ProjectId),

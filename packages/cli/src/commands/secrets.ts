@@ -9,7 +9,7 @@ import { Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag, Prompt, TerminalCapabilities } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { CliFailure } from "../errors.ts"
-import { optionalKey } from "../options.ts"
+import { belowWorkspaceFlags, optionalKey } from "../options.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
 import { workspaceFlag } from "./teams.ts"
 
@@ -26,15 +26,9 @@ const secretColumns: Columns<Secret> = {
 
 const scopeFlags = {
   workspace: workspaceFlag,
-  project: Flag.String("project").pipe(
-    Flag.withSchema(ProjectId),
-    Flag.withDescription("Project id (prj_…): the project scope, or the project of --environment"),
-    Flag.optional
-  ),
-  environment: Flag.String("environment").pipe(
-    Flag.withSchema(EnvironmentId),
-    Flag.withDescription("Environment id (env_…): the environment scope (needs --project)"),
-    Flag.optional
+  ...belowWorkspaceFlags(
+    "Project id (prj_…): the project scope, or the project of --environment",
+    "Environment id (env_…): the environment scope (needs --project)"
   )
 }
 

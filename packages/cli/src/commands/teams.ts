@@ -6,7 +6,6 @@
  */
 import {
   Name,
-  PageQuery,
   ProjectId,
   Role,
   ScopeKind,
@@ -21,8 +20,8 @@ import {
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
-import { optionalKey } from "../options.ts"
+import { type Columns, printResult, renderTable, withNextPage } from "../output.ts"
+import { optionalKey, pageFlags, pageQuery } from "../options.ts"
 
 const teamColumns: Columns<Team> = {
   id: (team) => team.id,
@@ -51,24 +50,6 @@ export const workspaceFlag = Flag.String("workspace").pipe(
   Flag.withAlias("w"),
   Flag.withDescription("Workspace id (org_…), reference (ws_…) or slug")
 )
-
-const pageFlags = {
-  limit: Flag.String("limit").pipe(
-    Flag.withSchema(PageQuery.limit.schema),
-    Flag.withDescription("Page size, 1 to 100 (server default 50)"),
-    Flag.optional
-  ),
-  cursor: Flag.String("cursor").pipe(Flag.withDescription("Continue after a previous page"), Flag.optional)
-}
-
-const pageQuery = (flags: { readonly limit: Option.Option<number>; readonly cursor: Option.Option<string> }) => ({
-  ...optionalKey("limit", flags.limit),
-  ...optionalKey("cursor", flags.cursor)
-})
-
-/** The table, then how to fetch the next page when there is one. */
-const withNextPage = (table: string, cursor: string | null, command: string) =>
-  cursor === null ? table : `${table}\nMore: ${command} --cursor ${cursor}`
 
 const teamArgument = Argument.String("team").pipe(Argument.withSchema(TeamId), Argument.withDescription("The team's id (team_…)"))
 

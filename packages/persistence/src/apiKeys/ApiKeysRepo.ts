@@ -4,7 +4,7 @@ import { ApiKeyId, OrgId, ProjectId, ServicePrincipalId } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Order, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../identity/memoryTable.ts"
+import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
 
 /** A row of `api_keys` joined with its row of `service_principals` (`servicePrincipalName`). */
 export const ApiKeyRow = Schema.Struct({

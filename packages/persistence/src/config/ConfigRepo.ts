@@ -4,12 +4,13 @@
  */
 import { FeatureFlagId, SettingId } from "@cp/domain/config"
 import { OrgId } from "@cp/domain/ids"
-import { Context, Effect, Layer, Option, Order, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { insertUnique, primaryKey, type UniqueKey } from "../identity/memoryTable.ts"
+import { idPosition, keyAfter, windowOf } from "../keyset.ts"
+import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
-import { type ConfigPagePosition, type ConfigPageWindow, type ConfigScope, FeatureFlagRow, SettingRow } from "./rows.ts"
+import { type ConfigPageWindow, type ConfigScope, FeatureFlagRow, SettingRow } from "./rows.ts"
 
 export const settingsKeyConstraint = "settings_scope_key"
 export const featureFlagsKeyConstraint = "feature_flags_scope_key"
@@ -30,20 +31,6 @@ const flagUniques: ReadonlyArray<UniqueKey<FeatureFlagRow>> = [
   primaryKey("feature_flags_pkey"),
   { constraint: featureFlagsKeyConstraint, key: scopeKeyOf }
 ]
-
-const newestFirst = Order.flip(Order.Struct({ at: Order.Date, key: Order.String }))
-const positionOf = (row: { readonly createdAt: Date; readonly id: string }): ConfigPagePosition => ({
-  at: row.createdAt,
-  key: row.id
-})
-
-const windowOf = <A extends { readonly createdAt: Date; readonly id: string }>(
-  rows: ReadonlyArray<A>,
-  window: ConfigPageWindow
-): Array<A> =>
-  rows.filter((row) => window.after === undefined || newestFirst(positionOf(row), window.after) > 0)
-    .sort((a, b) => newestFirst(positionOf(a), positionOf(b)))
-    .slice(0, window.limit)
 
 const ScopeRequest = Schema.Struct({
   orgId: OrgId,
@@ -97,7 +84,7 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
         return findIn(settings, scope, id)
       }),
       listSettings: Effect.fn("ConfigRepo.listSettings")(function*(scope: ConfigScope, window: ConfigPageWindow) {
-        return windowOf(Array.from(settings.values()).filter(inScope(scope)), window)
+        return windowOf(Array.from(settings.values()).filter(inScope(scope)), idPosition, window)
       }),
       settingsWithKey: Effect.fn("ConfigRepo.settingsWithKey")(function*(orgId: OrgId, key: string) {
         return Array.from(settings.values()).filter((row) => row.orgId === orgId && row.key === key)
@@ -108,7 +95,7 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
         return findIn(flags, scope, id)
       }),
       listFlags: Effect.fn("ConfigRepo.listFlags")(function*(scope: ConfigScope, window: ConfigPageWindow) {
-        return windowOf(Array.from(flags.values()).filter(inScope(scope)), window)
+        return windowOf(Array.from(flags.values()).filter(inScope(scope)), idPosition, window)
       }),
       updateFlag: Effect.fn("ConfigRepo.updateFlag")((row: FeatureFlagRow) => replace(flags, row))
     })
@@ -128,9 +115,7 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
       const pageOf = (table: string, { after, limit, ...scope }: typeof PageRequest.Encoded) =>
         sql`
           select * from ${sql(table)}
-          where ${
-          sql.and([scopeIs(scope), ...(after === undefined ? [] : [sql`(created_at, id) < (${after.at}, ${after.key})`])])
-        }
+          where ${sql.and([scopeIs(scope), ...keyAfter(sql, after)])}
           order by created_at desc, id desc
           limit ${limit}`
 

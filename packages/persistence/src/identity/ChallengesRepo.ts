@@ -3,7 +3,7 @@ import { ChallengeId } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { consumeUnexpired, insertUnique, primaryKey, type UniqueKey, updateRow } from "./memoryTable.ts"
+import { consumeUnexpired, insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
 
 /** A row of `login_challenges`: only the code's hash is kept, and the row records how it was spent. */
 export const ChallengeRow = Schema.Struct({

@@ -3,7 +3,7 @@ import { UserId } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { compositeKey, consumeUnexpired, insertUnique, primaryKey, type UniqueKey, updateRow } from "./memoryTable.ts"
+import { compositeKey, consumeUnexpired, insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
 
 /** The server side of one redirect flow in flight. */
 export const OAuthStateRow = Schema.Struct({

@@ -6,7 +6,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { atomically } from "../Memory.ts"
 import { JsonObject } from "../platform/JsonObject.ts"
-import { insertUnique, primaryKey, type UniqueKey } from "./memoryTable.ts"
+import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 
 /** A row of `security_events`, the identity-level log shown at `/v1/auth/security-events`. */
 export const SecurityEventRow = Schema.Struct({

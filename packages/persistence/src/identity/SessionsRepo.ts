@@ -3,7 +3,7 @@ import { SessionId, UserId } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { insertUnique, primaryKey, type UniqueKey, updateRow } from "./memoryTable.ts"
+import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
 
 /** A row of `sessions`: what the edge needs to accept or reject a session token. */
 export const SessionRow = Schema.Struct({

@@ -3,7 +3,7 @@ import { UserId } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { insertUnique, primaryKey, type UniqueKey, updateRow } from "./memoryTable.ts"
+import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
 
 /** A row of `users`; the profile fields are what the API shows, the rest drives sign-in. */
 export const UserRow = Schema.Struct({

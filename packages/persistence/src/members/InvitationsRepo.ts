@@ -8,7 +8,7 @@ import { InvitationId, OrgId, UserId, WorkspaceRef } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Order, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../identity/memoryTable.ts"
+import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
 import { WorkspaceTables } from "../workspaces/MemoryTables.ts"
 
 /** The states an invitation is stored in; `expired` is derived from `expiresAt` when read. */

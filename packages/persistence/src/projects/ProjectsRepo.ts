@@ -3,12 +3,13 @@
  * claims environments with `for update skip locked`, so replicas sweeping together never archive one twice.
  */
 import { EnvironmentId, OrgId, ProjectId } from "@cp/domain/ids"
-import { Context, Effect, Layer, Option, Order, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { insertUnique, primaryKey, type UniqueKey } from "../identity/memoryTable.ts"
+import { idPosition, isSlugOfFamily, keyAfter, slugOfFamily, windowOf } from "../keyset.ts"
+import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
-import { EnvironmentRow, type ProjectPagePosition, type ProjectPageWindow, ProjectRow } from "./rows.ts"
+import { EnvironmentRow, type ProjectPageWindow, ProjectRow } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of a project slug already taken in the workspace. */
 export const projectsSlugConstraint = "projects_org_slug_key"
@@ -31,24 +32,6 @@ const environmentUniques: ReadonlyArray<UniqueKey<EnvironmentRow>> = [
   primaryKey("environments_pkey"),
   { constraint: environmentsSlugConstraint, key: (row) => `${row.projectId} ${row.slug}` }
 ]
-
-const oldestFirst: Order.Order<ProjectPagePosition> = Order.Struct({ at: Order.Date, key: Order.String })
-const newestFirst = Order.flip(oldestFirst)
-const positionOf = (row: { readonly createdAt: Date; readonly id: string }): ProjectPagePosition => ({
-  at: row.createdAt,
-  key: row.id
-})
-
-const windowOf = <A extends { readonly createdAt: Date; readonly id: string }>(
-  rows: ReadonlyArray<A>,
-  window: ProjectPageWindow
-): Array<A> =>
-  rows.filter((row) => window.after === undefined || newestFirst(positionOf(row), window.after) > 0)
-    .sort((a, b) => newestFirst(positionOf(a), positionOf(b)))
-    .slice(0, window.limit)
-
-const isSlugOfFamily = (base: string) => (slug: string) =>
-  slug === base || (slug.startsWith(`${base}-`) && /^[0-9]+$/.test(slug.slice(base.length + 1)))
 
 /** When an environment was last used for the idle sweep: its last push, or its creation when never used. */
 export const idleSince = (row: EnvironmentRow): Date => row.lastActiveAt ?? row.createdAt
@@ -116,7 +99,7 @@ export class ProjectsRepo extends Context.Service<ProjectsRepo, {
           return projectIn(orgId, projectId)
         }),
         list: Effect.fn("ProjectsRepo.list")(function*(orgId: OrgId, window: ProjectPageWindow) {
-          return windowOf(Array.from(projects.values()).filter((row) => row.orgId === orgId), window)
+          return windowOf(Array.from(projects.values()).filter((row) => row.orgId === orgId), idPosition, window)
         }),
         slugsStartingWith: Effect.fn("ProjectsRepo.slugsStartingWith")(function*(orgId: OrgId, base: string) {
           return Array.from(projects.values()).filter((row) => row.orgId === orgId && isSlugOfFamily(base)(row.slug))
@@ -158,7 +141,7 @@ export class ProjectsRepo extends Context.Service<ProjectsRepo, {
             where ${
             sql.and([
               sql`org_id = ${orgId}`,
-              ...(after === undefined ? [] : [sql`(created_at, id) < (${after.at}, ${after.key})`])
+              ...keyAfter(sql, after)
             ])
           }
             order by created_at desc, id desc
@@ -169,10 +152,7 @@ export class ProjectsRepo extends Context.Service<ProjectsRepo, {
         Result: SlugResult,
         execute: ({ scope, base }) =>
           sql`
-            select slug from projects
-            where org_id = ${scope}
-              and (slug = ${base}
-                or (slug > ${`${base}-`} and slug < ${`${base}.`} and substr(slug, ${base.length + 2}) ~ '^[0-9]+$'))`
+            select slug from projects where org_id = ${scope} and ${slugOfFamily(sql, base)}`
       })
       const countActive = SqlSchema.findOne({
         Request: OrgId,
@@ -291,7 +271,7 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
         ),
         list: Effect.fn("EnvironmentsRepo.list")(function*(orgId: OrgId, projectId: ProjectId, window: ProjectPageWindow) {
           const rows = Array.from(environments.values()).filter((row) => row.orgId === orgId && row.projectId === projectId)
-          return windowOf(rows, window)
+          return windowOf(rows, idPosition, window)
         }),
         slugsStartingWith: Effect.fn("EnvironmentsRepo.slugsStartingWith")(function*(projectId: ProjectId, base: string) {
           return Array.from(environments.values())
@@ -350,7 +330,7 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
             sql.and([
               sql`project_id = ${projectId}`,
               sql`org_id = ${orgId}`,
-              ...(after === undefined ? [] : [sql`(created_at, id) < (${after.at}, ${after.key})`])
+              ...keyAfter(sql, after)
             ])
           }
             order by created_at desc, id desc
@@ -361,10 +341,7 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
         Result: SlugResult,
         execute: ({ scope, base }) =>
           sql`
-            select slug from environments
-            where project_id = ${scope}
-              and (slug = ${base}
-                or (slug > ${`${base}-`} and slug < ${`${base}.`} and substr(slug, ${base.length + 2}) ~ '^[0-9]+$'))`
+            select slug from environments where project_id = ${scope} and ${slugOfFamily(sql, base)}`
       })
       const archive = SqlSchema.findOneOption({
         Request: EnvironmentChange,

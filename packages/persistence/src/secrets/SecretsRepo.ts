@@ -4,12 +4,13 @@
  */
 import { OrgId } from "@cp/domain/ids"
 import { SecretId } from "@cp/domain/secrets"
-import { Context, Effect, Layer, Option, Order, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../identity/memoryTable.ts"
+import { idPosition, keyAfter, windowOf } from "../keyset.ts"
+import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
-import { type SecretPagePosition, type SecretPageWindow, SecretRow, type SecretScopeFilter } from "./rows.ts"
+import { type SecretPageWindow, SecretRow, type SecretScopeFilter } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of a second active secret with the same key in one scope. */
 export const secretsActiveKeyConstraint = "secrets_active_key"
@@ -28,9 +29,6 @@ const uniques: ReadonlyArray<UniqueKey<SecretRow>> = [
   primaryKey("secrets_pkey"),
   { constraint: secretsActiveKeyConstraint, key: activeKey }
 ]
-
-const newestFirst = Order.flip(Order.Struct({ at: Order.Date, key: Order.String }))
-const positionOf = (row: SecretRow): SecretPagePosition => ({ at: row.createdAt, key: row.id })
 
 const inScope = (filter: SecretScopeFilter) => (row: SecretRow): boolean => {
   switch (filter.kind) {
@@ -99,12 +97,9 @@ export class SecretsRepo extends Context.Service<SecretsRepo, {
         return Option.filter(Option.fromUndefinedOr(table.get(secretId)), (row) => row.orgId === orgId)
       }),
       list: Effect.fn("SecretsRepo.list")(function*(orgId: OrgId, filter: SecretScopeFilter, window: SecretPageWindow) {
-        const { after, limit } = window
-        return Array.from(table.values())
+        const rows = Array.from(table.values())
           .filter((row) => row.orgId === orgId && row.status === "active" && inScope(filter)(row))
-          .filter((row) => after === undefined || newestFirst(positionOf(row), after) > 0)
-          .sort((a, b) => newestFirst(positionOf(a), positionOf(b)))
-          .slice(0, limit)
+        return windowOf(rows, idPosition, window)
       }),
       rotate: Effect.fn("SecretsRepo.rotate")((orgId: OrgId, secretId: SecretId, rotation: SecretRotationChange) =>
         change(orgId, secretId, (row) => ({
@@ -149,7 +144,7 @@ export class SecretsRepo extends Context.Service<SecretsRepo, {
               ...(kind === "all" ? [] : [sql`scope_kind = ${kind}`]),
               ...(projectId === null ? [] : [sql`project_id = ${projectId}`]),
               ...(environmentId === null ? [] : [sql`environment_id = ${environmentId}`]),
-              ...(after === undefined ? [] : [sql`(created_at, id) < (${after.at}, ${after.key})`])
+              ...keyAfter(sql, after)
             ])
           }
             order by created_at desc, id desc

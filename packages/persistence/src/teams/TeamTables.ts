@@ -5,7 +5,7 @@
  */
 import type { TeamId } from "@cp/domain/ids"
 import { Context, Layer } from "effect"
-import { compositeKey } from "../identity/memoryTable.ts"
+import { compositeKey } from "../memoryTable.ts"
 import type { MemberRow, RoleBindingRow } from "../workspaces/rows.ts"
 import type { TeamGrantRow, TeamGrantTuple, TeamMemberRow, TeamRow } from "./rows.ts"
 

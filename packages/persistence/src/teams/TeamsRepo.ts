@@ -4,10 +4,11 @@
  */
 import { Role } from "@cp/domain/access"
 import { OrgId, TeamId } from "@cp/domain/ids"
-import { Context, Effect, Layer, Option, Order, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { insertUnique, primaryKey, type UniqueKey } from "../identity/memoryTable.ts"
+import { isSlugOfFamily, keyAfter, oldestFirst, slugOfFamily, windowOf } from "../keyset.ts"
+import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
 import { ScopeKind, SubjectType } from "../workspaces/rows.ts"
 import { type TeamPagePosition, type TeamPageWindow, TeamGrantRow, type TeamGrantTuple, TeamMemberRow, TeamRow } from "./rows.ts"
@@ -38,24 +39,9 @@ const grantUniques: ReadonlyArray<UniqueKey<TeamGrantRow>> = [
   { constraint: teamGrantsConstraint, key: grantKey }
 ]
 
-/** `order by created_at, <key>`: oldest first, the key (an id) breaking ties byte-wise, like the "C" collation. */
-const oldestFirst: Order.Order<TeamPagePosition> = Order.Struct({ at: Order.Date, key: Order.String })
-const newestFirst = Order.flip(oldestFirst)
-
 const teamPosition = (team: TeamRow): TeamPagePosition => ({ at: team.createdAt, key: team.id })
 const memberPosition = (member: TeamMemberRow): TeamPagePosition => ({ at: member.createdAt, key: member.subjectId })
 const grantPosition = (grant: TeamGrantRow): TeamPagePosition => ({ at: grant.createdAt, key: grant.id })
-
-/** The memory twin of a keyset page: newest first, the rows strictly after `window.after`, at most `limit`. */
-const windowOf = <A>(rows: ReadonlyArray<A>, position: (row: A) => TeamPagePosition, window: TeamPageWindow): Array<A> => {
-  const { after, limit } = window
-  return rows.filter((row) => after === undefined || newestFirst(position(row), after) > 0)
-    .sort((a, b) => newestFirst(position(a), position(b)))
-    .slice(0, limit)
-}
-
-const isSlugOfFamily = (base: string) => (slug: string) =>
-  slug === base || (slug.startsWith(`${base}-`) && /^[0-9]+$/.test(slug.slice(base.length + 1)))
 
 const AfterSchema = Schema.optionalKey(Schema.UndefinedOr(Schema.Struct({ at: Schema.Date, key: Schema.String })))
 const TeamKey = Schema.Struct({ orgId: OrgId, teamId: TeamId })
@@ -219,8 +205,6 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
     TeamsRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const keyAfter = (column: string, after: TeamPagePosition | undefined) =>
-        after === undefined ? [] : [sql`(created_at, ${sql(column)}) < (${after.at}, ${after.key})`]
 
       const insert = SqlSchema.void({
         Request: TeamRow,
@@ -244,20 +228,14 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
         execute: ({ orgId, limit, after }) =>
           sql`
             select * from teams
-            where ${sql.and([sql`org_id = ${orgId}`, ...keyAfter("id", after)])}
+            where ${sql.and([sql`org_id = ${orgId}`, ...keyAfter(sql, after)])}
             order by created_at desc, id desc
             limit ${limit}`
       })
       const slugFamily = SqlSchema.findAll({
         Request: SlugFamily,
         Result: SlugResult,
-        // Slugs are byte-ordered, so every `base-…` lies in [`base-`, `base.`) (as for workspace slugs).
-        execute: ({ orgId, base }) =>
-          sql`
-            select slug from teams
-            where org_id = ${orgId}
-              and (slug = ${base}
-                or (slug > ${`${base}-`} and slug < ${`${base}.`} and substr(slug, ${base.length + 2}) ~ '^[0-9]+$'))`
+        execute: ({ orgId, base }) => sql`select slug from teams where org_id = ${orgId} and ${slugOfFamily(sql, base)}`
       })
       const update = SqlSchema.findOneOption({
         Request: TeamUpdate,
@@ -286,7 +264,7 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
         execute: ({ teamId, limit, after }) =>
           sql`
             select * from team_members
-            where ${sql.and([sql`team_id = ${teamId}`, ...keyAfter("subject_id", after)])}
+            where ${sql.and([sql`team_id = ${teamId}`, ...keyAfter(sql, after, "subject_id")])}
             order by created_at desc, subject_id desc
             limit ${limit}`
       })

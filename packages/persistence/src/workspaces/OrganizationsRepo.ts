@@ -3,7 +3,8 @@ import { OrgId, TeamId, UserId, WorkspaceRef } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { insertUnique, primaryKey, type UniqueKey } from "../identity/memoryTable.ts"
+import { isSlugOfFamily, slugOfFamily } from "../keyset.ts"
+import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { TeamTables, teamBindingsOfSubject } from "../teams/TeamTables.ts"
 import { bindingsOfSubject, newestFirst, oldestFirst, WorkspaceTables } from "./MemoryTables.ts"
 import { OrganizationRow, RoleBindingFromJson, RoleBindingRow, SubjectType } from "./rows.ts"
@@ -39,10 +40,6 @@ const uniques: ReadonlyArray<UniqueKey<OrganizationRow>> = [
   { constraint: "organizations_public_id_key", key: (org) => org.publicId },
   { constraint: organizationsSlugConstraint, key: (org) => org.slug }
 ]
-
-/** `base` itself or `base-<digits>`: the slugs that decide the next free suffix. */
-const isSlugOfFamily = (base: string) => (slug: string) =>
-  slug === base || (slug.startsWith(`${base}-`) && /^[0-9]+$/.test(slug.slice(base.length + 1)))
 
 const SlugResult = Schema.Struct({ slug: Schema.String })
 const Resolve = Schema.Struct({ ref: Schema.String, subjectType: SubjectType, subjectId: Schema.String })
@@ -159,12 +156,7 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
       const slugFamily = SqlSchema.findAll({
         Request: Schema.String,
         Result: SlugResult,
-        // Slugs are byte-ordered, so every `base-…` lies in [`base-`, `base.`): an index range even in a generic plan.
-        execute: (base) =>
-          sql`
-            select slug from organizations
-            where slug = ${base}
-               or (slug > ${`${base}-`} and slug < ${`${base}.`} and substr(slug, ${base.length + 2}) ~ '^[0-9]+$')`
+        execute: (base) => sql`select slug from organizations where ${slugOfFamily(sql, base)}`
       })
       const listChildren = SqlSchema.findAll({
         Request: WorkspaceRef,

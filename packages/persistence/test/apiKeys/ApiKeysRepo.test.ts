@@ -1,4 +1,4 @@
-import { ApiKeyId, IdPrefix, OrgId, ProjectId, ServicePrincipalId, WorkspaceRef } from "@cp/domain/ids"
+import { ApiKeyId, IdPrefix, ProjectId, ServicePrincipalId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
@@ -7,29 +7,10 @@ import { UniqueViolation } from "../../src/errors.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import type { OrganizationRow } from "../../src/workspaces/rows.ts"
+import { accountRootRow, at, newId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
-const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
-const at = (minutes: number) => new Date(t0 + minutes * 60_000)
-
-/** A valid prefixed id: 26 upper-case hex digits are a ULID-shaped body. */
-const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
-  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
-
-const orgRow = (): OrganizationRow => {
-  const publicId = newId(WorkspaceRef, IdPrefix.workspace)
-  return {
-    id: newId(OrgId, IdPrefix.org),
-    publicId,
-    name: "Keys",
-    slug: `ws-${randomUUID()}`,
-    kind: "account",
-    accountId: publicId,
-    isAccountRoot: true,
-    createdAt: at(0),
-    updatedAt: at(0)
-  }
-}
+const orgRow = (): OrganizationRow => accountRootRow("Keys")
 
 const keyRow = (org: OrganizationRow, minutes: number, overrides: Partial<ApiKeyRow> = {}): ApiKeyRow => {
   const secret = `sk_${randomUUID().replaceAll("-", "")}${randomUUID().replaceAll("-", "")}`

@@ -1,21 +1,15 @@
 import { FeatureFlagId, SettingId } from "@cp/domain/config"
-import { IdPrefix, OrgId, WorkspaceRef } from "@cp/domain/ids"
+import { OrgId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
-import { Data, Effect, Layer, Option, Schema } from "effect"
+import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { ConfigRepo } from "../../src/config/ConfigRepo.ts"
 import type { ConfigScope, FeatureFlagRow, SettingRow } from "../../src/config/rows.ts"
 import { UniqueViolation } from "../../src/errors.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
-import type { OrganizationRow } from "../../src/workspaces/rows.ts"
+import { accountRootRow, at, newId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
-
-const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
-const at = (minutes: number) => new Date(t0 + minutes * 60_000)
-
-const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
-  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
 
 const repositories = {
   memory: Layer.mergeAll(OrganizationsRepo.memory, ConfigRepo.memory),
@@ -23,18 +17,7 @@ const repositories = {
 }
 
 const workspace = Effect.fnUntraced(function*() {
-  const publicId = newId(WorkspaceRef, IdPrefix.workspace)
-  const org: OrganizationRow = {
-    id: newId(OrgId, IdPrefix.org),
-    publicId,
-    name: "Root",
-    slug: `ws-${randomUUID()}`,
-    kind: "account",
-    accountId: publicId,
-    isAccountRoot: true,
-    createdAt: at(0),
-    updatedAt: at(0)
-  }
+  const org = accountRootRow("Root")
   yield* (yield* OrganizationsRepo).insert(org)
   return org
 })

@@ -1,6 +1,6 @@
 import { ChallengeId, IdPrefix, SessionId, UserId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
-import { Data, Effect, Layer, Option, Schema } from "effect"
+import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
 import { type ChallengeRow, ChallengesRepo } from "../../src/identity/ChallengesRepo.ts"
@@ -9,14 +9,8 @@ import { type SecurityEventRow, SecurityEventsRepo } from "../../src/identity/Se
 import { type SessionRow, SessionsRepo } from "../../src/identity/SessionsRepo.ts"
 import { type UserRow, UsersRepo } from "../../src/identity/UsersRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
+import { at, newId } from "../fixtures.ts"
 import { describeContract, unique } from "../harness.ts"
-
-const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
-const at = (minutes: number) => new Date(t0 + minutes * 60_000)
-
-/** A valid prefixed id: 26 upper-case hex digits are a ULID-shaped body. */
-const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
-  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
 
 const userRow = (overrides: Partial<UserRow> = {}): UserRow => ({
   id: newId(UserId, IdPrefix.user),

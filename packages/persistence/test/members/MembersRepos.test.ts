@@ -3,10 +3,10 @@
  * and invitations flows added to `MembersRepo` and `RoleBindingsRepo` (keyset pages, removal, owner lookup, the
  * per-workspace lock).
  */
-import type { Role, WorkspaceRole } from "@cp/domain/access"
-import { IdPrefix, InvitationId, MemberId, OrgId, ProjectId, UserId, WorkspaceRef } from "@cp/domain/ids"
+import type { WorkspaceRole } from "@cp/domain/access"
+import { IdPrefix, InvitationId, OrgId, ProjectId, UserId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
-import { Data, Deferred, Effect, Fiber, Layer, Option, Schema } from "effect"
+import { Data, Deferred, Effect, Fiber, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
 import { UsersRepo } from "../../src/identity/UsersRepo.ts"
@@ -15,31 +15,13 @@ import { Transactor } from "../../src/Transactor.ts"
 import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
-import type { MemberRow, OrganizationRow, RoleBindingRow } from "../../src/workspaces/rows.ts"
+import type { OrganizationRow } from "../../src/workspaces/rows.ts"
+import { accountRootRow, at, bindingRow, memberRow, newId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
-const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
-const at = (minutes: number) => new Date(t0 + minutes * 60_000)
 const DAY_MINUTES = 24 * 60
 
-/** A valid prefixed id: 26 upper-case hex digits are a ULID-shaped body. */
-const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
-  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
-
-const orgRow = (minutes = 0): OrganizationRow => {
-  const publicId = newId(WorkspaceRef, IdPrefix.workspace)
-  return {
-    id: newId(OrgId, IdPrefix.org),
-    publicId,
-    name: "Acme",
-    slug: `ws-${randomUUID()}`,
-    kind: "account",
-    accountId: publicId,
-    isAccountRoot: true,
-    createdAt: at(minutes),
-    updatedAt: at(minutes)
-  }
-}
+const orgRow = (minutes = 0): OrganizationRow => accountRootRow("Acme", minutes)
 
 const freshEmail = () => `inv-${randomUUID()}@example.test`
 
@@ -60,38 +42,6 @@ const invitationRow = (
   acceptedAt: null,
   acceptedBy: null,
   revokedAt: null,
-  ...overrides
-})
-
-const memberRow = (
-  org: OrganizationRow,
-  subjectId: string,
-  minutes: number,
-  overrides: Partial<MemberRow> = {}
-): MemberRow => ({
-  id: newId(MemberId, IdPrefix.member),
-  orgId: org.id,
-  subjectType: "user",
-  subjectId,
-  status: "active",
-  joinedAt: at(minutes),
-  ...overrides
-})
-
-const bindingRow = (
-  org: OrganizationRow,
-  subjectId: string,
-  role: Role,
-  overrides: Partial<RoleBindingRow> = {}
-): RoleBindingRow => ({
-  id: randomUUID(),
-  orgId: org.id,
-  subjectType: "user",
-  subjectId,
-  role,
-  scopeKind: "organization",
-  scopeRef: null,
-  createdAt: at(0),
   ...overrides
 })
 

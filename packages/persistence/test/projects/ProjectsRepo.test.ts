@@ -3,9 +3,9 @@
  * workspace / project, archive and restore as guarded transitions, active counts, keyset lists, and the idle claim
  * that never hands the same environment to two concurrent sweeps. Also the entitlements seeded by migration 0008.
  */
-import { EnvironmentId, IdPrefix, OrgId, ProjectId, WorkspaceRef } from "@cp/domain/ids"
+import { EnvironmentId, IdPrefix, ProjectId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { EntitlementsRepo } from "../../src/entitlements/EntitlementsRepo.ts"
 import { EnvironmentsRepo, ProjectsRepo } from "../../src/projects/ProjectsRepo.ts"
@@ -13,28 +13,10 @@ import type { EnvironmentRow, ProjectRow } from "../../src/projects/rows.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import type { OrganizationRow } from "../../src/workspaces/rows.ts"
+import { accountRootRow, at, newId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
-const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
-const at = (minutes: number) => new Date(t0 + minutes * 60_000)
-
-const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
-  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
-
-const orgRow = (): OrganizationRow => {
-  const publicId = newId(WorkspaceRef, IdPrefix.workspace)
-  return {
-    id: newId(OrgId, IdPrefix.org),
-    publicId,
-    name: "Root",
-    slug: `ws-${randomUUID()}`,
-    kind: "account",
-    accountId: publicId,
-    isAccountRoot: true,
-    createdAt: at(0),
-    updatedAt: at(0)
-  }
-}
+const orgRow = (): OrganizationRow => accountRootRow("Root")
 
 const projectRow = (org: OrganizationRow, minutes: number, overrides: Partial<ProjectRow> = {}): ProjectRow => ({
   id: newId(ProjectId, IdPrefix.project),

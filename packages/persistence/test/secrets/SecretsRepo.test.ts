@@ -1,8 +1,8 @@
 /** The secrets repository contract, on every backend: active-key uniqueness per scope, scoped lists, rotate, revoke. */
-import { EnvironmentId, IdPrefix, OrgId, ProjectId, WorkspaceRef } from "@cp/domain/ids"
+import { EnvironmentId, ProjectId } from "@cp/domain/ids"
 import { SecretId } from "@cp/domain/secrets"
 import { assert } from "@effect/vitest"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
 import type { SecretRow } from "../../src/secrets/rows.ts"
@@ -10,28 +10,10 @@ import { SecretsRepo, secretsActiveKeyConstraint } from "../../src/secrets/Secre
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import type { OrganizationRow } from "../../src/workspaces/rows.ts"
+import { accountRootRow, at, newId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
-const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
-const at = (minutes: number) => new Date(t0 + minutes * 60_000)
-
-const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
-  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
-
-const orgRow = (): OrganizationRow => {
-  const publicId = newId(WorkspaceRef, IdPrefix.workspace)
-  return {
-    id: newId(OrgId, IdPrefix.org),
-    publicId,
-    name: "Root",
-    slug: `ws-${randomUUID()}`,
-    kind: "account",
-    accountId: publicId,
-    isAccountRoot: true,
-    createdAt: at(0),
-    updatedAt: at(0)
-  }
-}
+const orgRow = (): OrganizationRow => accountRootRow("Root")
 
 const workspace = Effect.gen(function*() {
   const org = orgRow()

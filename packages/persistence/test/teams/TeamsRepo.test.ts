@@ -1,7 +1,7 @@
 import type { Role } from "@cp/domain/access"
-import { IdPrefix, MemberId, OrgId, ProjectId, ServicePrincipalId, TeamId, UserId, WorkspaceRef } from "@cp/domain/ids"
+import { IdPrefix, ProjectId, ServicePrincipalId, TeamId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
-import { Data, Effect, Layer, Option, Schema } from "effect"
+import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
 import type { TeamGrantRow, TeamMemberRow, TeamRow } from "../../src/teams/rows.ts"
@@ -11,32 +11,12 @@ import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
 import type { OrganizationRow, RoleBindingRow, SubjectType } from "../../src/workspaces/rows.ts"
+import { accountRootRow, at, bindingRow as workspaceBindingRow, memberRow, newId, newUserId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
-const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
-const at = (minutes: number) => new Date(t0 + minutes * 60_000)
-
-/** A valid prefixed id: 26 upper-case hex digits are a ULID-shaped body. */
-const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
-  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
-
-const newUserId = () => newId(UserId, IdPrefix.user)
 const newTeamId = () => newId(TeamId, IdPrefix.team)
 
-const rootRow = (minutes = 0): OrganizationRow => {
-  const publicId = newId(WorkspaceRef, IdPrefix.workspace)
-  return {
-    id: newId(OrgId, IdPrefix.org),
-    publicId,
-    name: "Root",
-    slug: `ws-${randomUUID()}`,
-    kind: "account",
-    accountId: publicId,
-    isAccountRoot: true,
-    createdAt: at(minutes),
-    updatedAt: at(minutes)
-  }
-}
+const rootRow = (minutes = 0): OrganizationRow => accountRootRow("Root", minutes)
 
 const childRow = (root: OrganizationRow): OrganizationRow => ({
   ...rootRow(1),
@@ -74,28 +54,13 @@ const grantOf = (team: TeamRow, role: Role, minutes: number, overrides: Partial<
   ...overrides
 })
 
-const bindingRow = (org: OrganizationRow, subjectId: string, role: Role, minutes: number): RoleBindingRow => ({
-  id: randomUUID(),
-  orgId: org.id,
-  subjectType: "user",
-  subjectId,
-  role,
-  scopeKind: "organization",
-  scopeRef: null,
-  createdAt: at(minutes)
-})
+const bindingRow = (org: OrganizationRow, subjectId: string, role: Role, minutes: number): RoleBindingRow =>
+  workspaceBindingRow(org, subjectId, role, { createdAt: at(minutes) })
 
 /** An active membership of the workspace: what team grants need before they count. */
 const joinWorkspace = (org: OrganizationRow, subjectId: string) =>
   Effect.flatMap(MembersRepo, (members) =>
-    members.insert({
-      id: newId(MemberId, IdPrefix.member),
-      orgId: org.id,
-      subjectType: "user",
-      subjectId,
-      status: "active",
-      joinedAt: at(0)
-    }))
+    members.insert(memberRow(org, subjectId, 0)))
 
 /** The teams tables join the workspaces tables (the edge's lookup reads both), so the suites run them together. */
 const repositories = {

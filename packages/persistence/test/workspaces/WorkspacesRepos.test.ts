@@ -1,41 +1,21 @@
-import type { Role } from "@cp/domain/access"
-import { IdPrefix, MemberId, OrgId, ProjectId, UserId, WorkspaceRef } from "@cp/domain/ids"
+import { IdPrefix, OrgId, ProjectId, WorkspaceRef } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
-import { Data, Effect, Layer, Option, Schema } from "effect"
+import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
 import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
-import type { MemberRow, OrganizationRow, RoleBindingRow, ScopeKind } from "../../src/workspaces/rows.ts"
+import type { OrganizationRow, RoleBindingRow, ScopeKind } from "../../src/workspaces/rows.ts"
+import { accountRootRow, at, bindingRow, memberRow, newId, newUserId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
-
-const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()
-const at = (minutes: number) => new Date(t0 + minutes * 60_000)
-
-/** A valid prefixed id: 26 upper-case hex digits are a ULID-shaped body. */
-const newId = <A>(schema: Schema.Codec<A, string>, prefix: string): A =>
-  Schema.decodeSync(schema)(`${prefix}${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`)
 
 /** A slug no other test uses. */
 const freshSlug = () => `ws-${randomUUID()}`
 
-const rootRow = (minutes: number, overrides: Partial<OrganizationRow> = {}): OrganizationRow => {
-  const publicId = newId(WorkspaceRef, IdPrefix.workspace)
-  return {
-    id: newId(OrgId, IdPrefix.org),
-    publicId,
-    name: "Personal",
-    slug: freshSlug(),
-    kind: "account",
-    accountId: publicId,
-    isAccountRoot: true,
-    createdAt: at(minutes),
-    updatedAt: at(minutes),
-    ...overrides
-  }
-}
+const rootRow = (minutes: number, overrides: Partial<OrganizationRow> = {}): OrganizationRow =>
+  accountRootRow("Personal", minutes, overrides)
 
 const childRow = (root: OrganizationRow, minutes: number): OrganizationRow => ({
   ...rootRow(minutes),
@@ -44,34 +24,6 @@ const childRow = (root: OrganizationRow, minutes: number): OrganizationRow => ({
   accountId: root.publicId,
   isAccountRoot: false
 })
-
-const bindingRow = (
-  org: OrganizationRow,
-  subjectId: string,
-  role: Role,
-  overrides: Partial<RoleBindingRow> = {}
-): RoleBindingRow => ({
-  id: randomUUID(),
-  orgId: org.id,
-  subjectType: "user",
-  subjectId,
-  role,
-  scopeKind: "organization",
-  scopeRef: null,
-  createdAt: at(0),
-  ...overrides
-})
-
-const memberRow = (org: OrganizationRow, subjectId: string, minutes: number): MemberRow => ({
-  id: newId(MemberId, IdPrefix.member),
-  orgId: org.id,
-  subjectType: "user",
-  subjectId,
-  status: "active",
-  joinedAt: at(minutes)
-})
-
-const newUserId = () => newId(UserId, IdPrefix.user)
 
 /** The three repositories read each other's tables, so every suite runs them together. */
 const repositories = {

@@ -32,6 +32,7 @@ import {
 } from "@cp/domain"
 import {
   type ConfigPagePosition,
+  type ConfigPageWindow,
   ConfigRepo,
   type ConfigScope,
   EnvironmentsRepo,
@@ -39,14 +40,16 @@ import {
   OrganizationsRepo,
   ProjectsRepo,
   type SettingRow,
-  Transactor
+  Transactor,
+  type UniqueViolation
 } from "@cp/persistence"
 import { Clock, Context, Effect, Layer, Option, type Schema } from "effect"
 import { eventActorOf, EventLog } from "../platform/events.ts"
 import { newId } from "../platform/ids.ts"
-import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { Cursors, timeIdPage } from "../platform/pagination.ts"
 import { decide } from "../platform/rbac.ts"
 import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
+import { findEnvironment, findProject } from "../projects/scope.ts"
 import type { PageRequest } from "../workspaces/service.ts"
 
 /** The scope a request names: the workspace the edge resolved, and the project and environment of its path. */
@@ -144,6 +147,30 @@ const trusted = { disableChecks: true } as const
 const settingNotFound = (settingId: string) => wireError(NotFound, "Setting not found", { settingId })
 const flagNotFound = (flagId: string) => wireError(NotFound, "Feature flag not found", { flagId })
 
+/** How the events of one kind of configuration row name their type, subject and id field. */
+interface ChangeKind {
+  readonly type: string
+  readonly subjectKind: string
+  readonly idField: string
+  readonly label: string
+  readonly noun: string
+}
+
+const SETTING_CHANGE: ChangeKind = {
+  type: "settings.updated",
+  subjectKind: "setting",
+  idField: "settingId",
+  label: "Setting",
+  noun: "setting"
+}
+const FLAG_CHANGE: ChangeKind = {
+  type: "feature.updated",
+  subjectKind: "feature_flag",
+  idField: "flagId",
+  label: "Feature flag",
+  noun: "feature flag"
+}
+
 /** The names of the fields a change touched (never their values), for events and audit. */
 const changedFields = (patch: object): Array<string> => Object.keys(patch).sort()
 
@@ -201,14 +228,10 @@ export class ConfigService extends Context.Service<ConfigService, {
         const orgId = target.workspace.organization.id
         if (target.projectId === null) return
         if (target.environmentId !== null) {
-          const environment = yield* environments.findEnvironment(orgId, target.projectId, target.environmentId)
-          if (Option.isNone(environment)) {
-            return yield* wireError(NotFound, "Environment not found", { environmentId: target.environmentId })
-          }
+          yield* findEnvironment(environments, orgId, target.projectId, target.environmentId)
           return
         }
-        const project = yield* projects.findById(orgId, target.projectId)
-        if (Option.isNone(project)) return yield* wireError(NotFound, "Project not found", { projectId: target.projectId })
+        yield* findProject(projects, orgId, target.projectId)
       })
 
       const keysetPage = Effect.fnUntraced(function*<Row extends { readonly createdAt: Date; readonly id: string }>(
@@ -221,14 +244,17 @@ export class ConfigService extends Context.Service<ConfigService, {
           endpoint,
           scope: `${target.workspace.organization.id}/${target.projectId ?? ""}/${target.environmentId ?? ""}`
         }
-        const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
-        const limit = page.limit ?? DEFAULT_PAGE_SIZE
-        const rows = yield* fetch(
-          after === undefined ? { limit: limit + 1 } : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
-        )
-        const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
-        return { items, cursor: next === undefined ? null : cursors.encode(binding, next) }
+        return yield* timeIdPage(cursors, binding, page, fetch)
       })
+
+      /** A page of the rows of exactly the target's scope, once the scope is known to exist. */
+      const scopedPage = <Row extends { readonly createdAt: Date; readonly id: string }>(
+        endpoint: string,
+        target: ConfigTarget,
+        page: PageRequest,
+        fetch: (scope: ConfigScope, window: ConfigPageWindow) => Effect.Effect<ReadonlyArray<Row>>
+      ) =>
+        Effect.andThen(checkScope(target), keysetPage(endpoint, target, page, (window) => fetch(configScopeOf(target), window)))
 
       /** `overridable` is accepted only on the workspace scope of an account root. */
       const overridableError = (target: ConfigTarget, overridable: boolean | undefined) =>
@@ -236,29 +262,55 @@ export class ConfigService extends Context.Service<ConfigService, {
           ? ["is valid only on the workspace scope of an account root"]
           : undefined
 
-      const recordSetting = (actor: Actor, row: SettingRow, action: "created" | "updated", changed: Array<string>) =>
+      /** Records a change to a setting or a feature flag: its event and audit entry carry ids and keys, never values. */
+      const recordChange = (
+        kind: ChangeKind,
+        actor: Actor,
+        row: SettingRow | FeatureFlagRow,
+        action: "created" | "updated",
+        changed: Array<string>
+      ) =>
         events.record({
           orgId: row.orgId,
-          type: "settings.updated",
+          type: kind.type,
           actor: eventActorOf(actor),
-          subject: { kind: "setting", id: row.id, name: row.key },
-          data: { action, settingId: row.id, key: row.key, scopeKind: row.scopeKind, changed },
+          subject: { kind: kind.subjectKind, id: row.id, name: row.key },
+          data: { action, [kind.idField]: row.id, key: row.key, scopeKind: row.scopeKind, changed },
           projectId: row.projectId as ProjectId | null,
           environmentId: row.environmentId as EnvironmentId | null,
-          description: `Setting ${row.key} ${action} at ${row.scopeKind} scope`
+          description: `${kind.label} ${row.key} ${action} at ${row.scopeKind} scope`
         })
 
-      const recordFlag = (actor: Actor, row: FeatureFlagRow, action: "created" | "updated", changed: Array<string>) =>
-        events.record({
-          orgId: row.orgId,
-          type: "feature.updated",
-          actor: eventActorOf(actor),
-          subject: { kind: "feature_flag", id: row.id, name: row.key },
-          data: { action, flagId: row.id, key: row.key, scopeKind: row.scopeKind, changed },
-          projectId: row.projectId as ProjectId | null,
-          environmentId: row.environmentId as EnvironmentId | null,
-          description: `Feature flag ${row.key} ${action} at ${row.scopeKind} scope`
-        })
+      /** Inserts a new row and records its creation in one transaction; a key taken at the scope is a 409 on `key`. */
+      const insertNew = (
+        kind: ChangeKind,
+        actor: Actor,
+        row: SettingRow | FeatureFlagRow,
+        insert: Effect.Effect<void, UniqueViolation>
+      ) =>
+        tx.withTransaction(Effect.gen(function*() {
+          yield* insert
+          yield* recordChange(kind, actor, row, "created", [])
+        })).pipe(
+          Effect.catchTag("UniqueViolation", () =>
+            Effect.fail(wireError(Conflict, `A ${kind.noun} with key '${row.key}' already exists at this scope`, {
+              field: "key"
+            })))
+        )
+
+      /** Runs the store of an updated row and records the fields the patch touched; a row gone meanwhile is a 404. */
+      const storeUpdate = Effect.fnUntraced(function*<Row extends SettingRow | FeatureFlagRow>(
+        kind: ChangeKind,
+        actor: Actor,
+        patch: object,
+        store: Effect.Effect<Option.Option<Row>>,
+        notFound: () => NotFound
+      ) {
+        const stored = yield* store
+        if (Option.isNone(stored)) return yield* notFound()
+        yield* recordChange(kind, actor, stored.value, "updated", changedFields(patch))
+        return stored.value
+      })
 
       /** The account root's workspace-scope setting for `key`, seen from a child workspace; None on a root. */
       const accountSetting = Effect.fnUntraced(function*(workspace: ResolvedWorkspace, key: string) {
@@ -271,13 +323,11 @@ export class ConfigService extends Context.Service<ConfigService, {
 
       return ConfigService.of({
         listSettings: Effect.fn("Config.listSettings")(function*(target, page) {
-          yield* checkScope(target)
-          const scope = configScopeOf(target)
-          const { items, cursor } = yield* keysetPage(
+          const { items, cursor } = yield* scopedPage(
             "config.settings",
             target,
             page,
-            (window) => config.listSettings(scope, window)
+            (scope, window) => config.listSettings(scope, window)
           )
           return { data: { settings: items.map((row) => toSetting(row, canWrite(target.workspace, row))) }, cursor }
         }),
@@ -304,15 +354,7 @@ export class ConfigService extends Context.Service<ConfigService, {
             createdAt: at,
             updatedAt: at
           }
-          yield* tx.withTransaction(Effect.gen(function*() {
-            yield* config.insertSetting(row)
-            yield* recordSetting(actor, row, "created", [])
-          })).pipe(
-            Effect.catchTag("UniqueViolation", () =>
-              Effect.fail(wireError(Conflict, `A setting with key '${input.key}' already exists at this scope`, {
-                field: "key"
-              })))
-          )
+          yield* insertNew(SETTING_CHANGE, actor, row, config.insertSetting(row))
           return { setting: toSetting(row, true) }
         }),
 
@@ -338,10 +380,7 @@ export class ConfigService extends Context.Service<ConfigService, {
               description: patch.description !== undefined ? patch.description : current.value.description,
               updatedAt: yield* now
             }
-            const stored = yield* config.updateSetting(next)
-            if (Option.isNone(stored)) return yield* settingNotFound(settingId)
-            yield* recordSetting(actor, stored.value, "updated", changedFields(patch))
-            return stored.value
+            return yield* storeUpdate(SETTING_CHANGE, actor, patch, config.updateSetting(next), () => settingNotFound(settingId))
           }))
           return { setting: toSetting(updated, true) }
         }),
@@ -394,13 +433,11 @@ export class ConfigService extends Context.Service<ConfigService, {
         }),
 
         listFeatureFlags: Effect.fn("Config.listFeatureFlags")(function*(target, page) {
-          yield* checkScope(target)
-          const scope = configScopeOf(target)
-          const { items, cursor } = yield* keysetPage(
+          const { items, cursor } = yield* scopedPage(
             "config.featureFlags",
             target,
             page,
-            (window) => config.listFlags(scope, window)
+            (scope, window) => config.listFlags(scope, window)
           )
           return { data: { featureFlags: items.map(toFeatureFlag) }, cursor }
         }),
@@ -419,15 +456,7 @@ export class ConfigService extends Context.Service<ConfigService, {
             createdAt: at,
             updatedAt: at
           }
-          yield* tx.withTransaction(Effect.gen(function*() {
-            yield* config.insertFlag(row)
-            yield* recordFlag(actor, row, "created", [])
-          })).pipe(
-            Effect.catchTag("UniqueViolation", () =>
-              Effect.fail(wireError(Conflict, `A feature flag with key '${input.key}' already exists at this scope`, {
-                field: "key"
-              })))
-          )
+          yield* insertNew(FLAG_CHANGE, actor, row, config.insertFlag(row))
           return { featureFlag: toFeatureFlag(row) }
         }),
 
@@ -444,10 +473,7 @@ export class ConfigService extends Context.Service<ConfigService, {
               description: patch.description !== undefined ? patch.description : current.value.description,
               updatedAt: yield* now
             }
-            const stored = yield* config.updateFlag(next)
-            if (Option.isNone(stored)) return yield* flagNotFound(flagId)
-            yield* recordFlag(actor, stored.value, "updated", changedFields(patch))
-            return stored.value
+            return yield* storeUpdate(FLAG_CHANGE, actor, patch, config.updateFlag(next), () => flagNotFound(flagId))
           }))
           return { featureFlag: toFeatureFlag(updated) }
         })

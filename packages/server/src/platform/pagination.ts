@@ -83,3 +83,22 @@ export const rowsAfter = <A>(
 
 /** The cursor for the page after `last` in a (time, id) ordered list. */
 export const timeIdPosition = (at: Date, id: string): TimeIdPosition => ({ at: at.toISOString(), id })
+
+/** One newest-first (createdAt, id) page: decodes the cursor, fetches `limit + 1` rows after it, encodes the next. */
+export const timeIdPage = Effect.fnUntraced(function*<Row extends { readonly createdAt: Date; readonly id: string }>(
+  cursors: Cursors["Service"],
+  binding: CursorBinding,
+  page: { readonly limit?: number; readonly cursor?: string },
+  fetch: (window: {
+    readonly limit: number
+    readonly after?: { readonly at: Date; readonly key: string }
+  }) => Effect.Effect<ReadonlyArray<Row>>
+) {
+  const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
+  const limit = page.limit ?? DEFAULT_PAGE_SIZE
+  const rows = yield* fetch(
+    after === undefined ? { limit: limit + 1 } : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
+  )
+  const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
+  return { items, cursor: next === undefined ? null : cursors.encode(binding, next) }
+})

@@ -29,10 +29,11 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Entitlements } from "../platform/entitlements.ts"
 import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
-import { type CursorBinding, Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { type CursorBinding, Cursors, timeIdPage } from "../platform/pagination.ts"
 import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import type { PageRequest } from "../workspaces/service.ts"
 import { nextFreeSlug, slugify } from "../workspaces/slugs.ts"
+import { findEnvironment as findEnvironmentIn, findProject as findProjectIn } from "./scope.ts"
 
 export const toProject = (row: ProjectRow): Project => ({
   id: row.id,
@@ -58,8 +59,6 @@ export const toEnvironment = (row: EnvironmentRow): Environment => ({
   lastActiveAt: row.lastActiveAt
 })
 
-const projectNotFound = (projectId: string) => wireError(NotFound, "Project not found", { projectId })
-const environmentNotFound = (environmentId: string) => wireError(NotFound, "Environment not found", { environmentId })
 const slugTaken = (slug: string, where: string) => wireError(Conflict, `The slug '${slug}' is taken in this ${where}`, { field: "slug" })
 
 export const PROJECTS_LIMIT = "limit.projects"
@@ -125,31 +124,16 @@ export class ProjectsService extends Context.Service<ProjectsService, {
 
       const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
 
-      const keysetPage = Effect.fnUntraced(function*<Row extends { readonly createdAt: Date; readonly id: string }>(
+      const keysetPage = <Row extends { readonly createdAt: Date; readonly id: string }>(
         binding: CursorBinding,
         page: PageRequest,
         fetch: (window: { readonly limit: number; readonly after?: ProjectPagePosition }) => Effect.Effect<ReadonlyArray<Row>>
-      ) {
-        const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
-        const limit = page.limit ?? DEFAULT_PAGE_SIZE
-        const rows = yield* fetch(
-          after === undefined ? { limit: limit + 1 } : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
-        )
-        const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
-        return { items, cursor: next === undefined ? null : cursors.encode(binding, next) }
-      })
+      ) => timeIdPage(cursors, binding, page, fetch)
 
-      const findProject = (orgId: OrgId, projectId: ProjectId) =>
-        Effect.flatMap(projects.findById(orgId, projectId), Option.match({
-          onNone: () => Effect.fail(projectNotFound(projectId)),
-          onSome: Effect.succeed
-        }))
+      const findProject = (orgId: OrgId, projectId: ProjectId) => findProjectIn(projects, orgId, projectId)
 
       const findEnvironment = (orgId: OrgId, projectId: ProjectId, environmentId: EnvironmentId) =>
-        Effect.flatMap(environments.findEnvironment(orgId, projectId, environmentId), Option.match({
-          onNone: () => Effect.fail(environmentNotFound(environmentId)),
-          onSome: Effect.succeed
-        }))
+        findEnvironmentIn(environments, orgId, projectId, environmentId)
 
       const recordProject = (actor: EventActor, row: ProjectRow, type: string, description: string) =>
         events.record({

@@ -34,6 +34,7 @@ import { ServerKeys } from "../platform/keys.ts"
 import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
 import { seal } from "../platform/secretBox.ts"
 import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
+import { findEnvironment, findProject } from "../projects/scope.ts"
 import type { PageRequest } from "../workspaces/service.ts"
 
 /** The `{scope}` prefix a request came in under. */
@@ -133,17 +134,13 @@ export class SecretsService extends Context.Service<SecretsService, {
         const orgId = workspace.organization.id
         if (scope.kind === "organization") return
         if (scope.kind === "project") {
-          if (Option.isNone(yield* projects.findById(orgId, scope.projectId))) {
-            return yield* wireError(NotFound, "Project not found", { projectId: scope.projectId })
-          }
+          yield* findProject(projects, orgId, scope.projectId)
           return
         }
-        if (Option.isNone(yield* environments.findEnvironment(orgId, scope.projectId, scope.environmentId))) {
-          return yield* wireError(NotFound, "Environment not found", {
-            projectId: scope.projectId,
-            environmentId: scope.environmentId
-          })
-        }
+        yield* findEnvironment(environments, orgId, scope.projectId, scope.environmentId, {
+          projectId: scope.projectId,
+          environmentId: scope.environmentId
+        })
       })
 
       /** The secret, if it is defined at exactly this scope of this workspace. */

@@ -1,11 +1,11 @@
 /**
  * Map-backed twins of the two SQL write shapes every memory repository needs: an insert guarded by unique
  * constraints and a conditional `update … where … returning`. Both run through `atomically`, so they are undone
- * with the surrounding memory transaction. (Area-neutral: the workspaces repositories use it too.)
+ * with the surrounding memory transaction. Shared by every area.
  */
 import { Effect, Option } from "effect"
-import { UniqueViolation } from "../errors.ts"
-import { atomically } from "../Memory.ts"
+import { UniqueViolation } from "./errors.ts"
+import { atomically } from "./Memory.ts"
 
 /** A unique constraint of a memory table: the name SQL reports for it and the value it keeps unique. */
 export interface UniqueKey<Row> {

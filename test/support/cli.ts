@@ -1,0 +1,39 @@
+/** Runs the real `cpctl` executable in a child process for end-to-end tests: its stdout, stderr and exit code. */
+import { Effect, Stream } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { randomUUID } from "node:crypto"
+import { fileURLToPath } from "node:url"
+
+const bin = fileURLToPath(new URL("../../packages/cli/src/bin.ts", import.meta.url))
+
+/** Runs `cpctl` with only `env` (plus `NO_COLOR=1`) and optional stdin; collects its output and exit code. */
+export const cpctlRun = (env: Record<string, string>, args: ReadonlyArray<string>, stdin?: string) =>
+  Effect.gen(function*() {
+    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+    const handle = yield* spawner.spawn(
+      ChildProcess.make(process.execPath, [bin, ...args], {
+        env: { ...env, NO_COLOR: "1" },
+        extendEnv: false,
+        ...(stdin === undefined ? {} : { stdin: Stream.make(new TextEncoder().encode(stdin)) })
+      })
+    )
+    const text = (stream: Stream.Stream<Uint8Array, unknown>) => Stream.mkString(Stream.decodeText(stream))
+    const [stdout, stderr, exitCode] = yield* Effect.all([text(handle.stdout), text(handle.stderr), handle.exitCode], {
+      concurrency: "unbounded"
+    })
+    return { stdout, stderr, exitCode }
+  }).pipe(Effect.scoped, Effect.orDie)
+
+/** Runs `cpctl` with only the given environment; collects its output and exit code. */
+export const cpctl = (env: Record<string, string>, ...args: ReadonlyArray<string>) => cpctlRun(env, args)
+
+/** The environment that points `cpctl` at `baseUrl` with `token` and no credentials file. */
+export const tokenEnv = (baseUrl: string, token: string): Record<string, string> => ({
+  CP_BASE_URL: baseUrl,
+  CP_TOKEN: token,
+  CP_CONFIG_DIR: `/nonexistent/${randomUUID()}`
+})
+
+/** Runs `cpctl` against the server at `baseUrl` with a token; collects its output and exit code. */
+export const cpctlAs = (baseUrl: string, token: string, ...args: ReadonlyArray<string>) =>
+  cpctlRun(tokenEnv(baseUrl, token), args)
