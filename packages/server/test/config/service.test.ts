@@ -3,35 +3,17 @@
  * types, the `overridable` rule, the resolution walk with the account guardrail and the built-in defaults, masking
  * by the caller's write permission, and events that carry no values. The layer graph is the server's own minus HTTP.
  */
-import { type Actor, EnvironmentId, type OrgId, ProjectId, type Role, SessionId, UserId } from "@cp/domain"
+import { type Actor, EnvironmentId, type OrgId, ProjectId, type Role } from "@cp/domain"
 import { EnvironmentsRepo, EventLogRepo, MembersRepo, ProjectsRepo, RoleBindingsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { BUILTIN_SETTING_DEFAULTS, type ConfigTarget, ConfigService, matchesType } from "../../src/config/service.ts"
-import { AppConfig, parseConfig } from "../../src/platform/config.ts"
-import { EventLog } from "../../src/platform/events.ts"
 import { newId } from "../../src/platform/ids.ts"
-import { ServerKeys } from "../../src/platform/keys.ts"
-import { Cursors } from "../../src/platform/pagination.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
-import { RepositoriesMemory } from "../../src/repositories.ts"
-import { WorkspaceResolverLive } from "../../src/workspaces/resolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { areaServicesLayer, userActor } from "../support/services.ts"
 
-const TestLayer = ConfigService.layer.pipe(
-  Layer.provideMerge(WorkspacesService.layer),
-  Layer.provideMerge(WorkspaceResolverLive),
-  Layer.provideMerge(Layer.mergeAll(EventLog.layer, Cursors.layer)),
-  Layer.provideMerge(ServerKeys.layer),
-  Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
-  Layer.provideMerge(RepositoriesMemory)
-)
-
-const userActor = (): Actor & { readonly kind: "user" } => ({
-  kind: "user",
-  userId: UserId.make(newId("usr_", Date.now())),
-  sessionId: SessionId.make(newId("ses_", Date.now()))
-})
+const TestLayer = ConfigService.layer.pipe(Layer.provideMerge(areaServicesLayer))
 
 const resolveWorkspace = (ref: string, actor: Actor) =>
   Effect.flatMap(WorkspaceResolver, (resolver) => resolver.resolve(ref, actor)).pipe(Effect.map(Option.getOrThrow))

@@ -12,8 +12,6 @@ import {
   permissions,
   PreconditionFailed,
   type ProjectId,
-  SessionId,
-  UserId
 } from "@cp/domain"
 import { EventLogRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
@@ -22,7 +20,6 @@ import { TestClock } from "effect/testing"
 import { AppConfig, parseConfig } from "../../src/platform/config.ts"
 import { Entitlements } from "../../src/platform/entitlements.ts"
 import { EventLog } from "../../src/platform/events.ts"
-import { newId } from "../../src/platform/ids.ts"
 import { ServerKeys } from "../../src/platform/keys.ts"
 import { Cursors } from "../../src/platform/pagination.ts"
 import { decide } from "../../src/platform/rbac.ts"
@@ -32,6 +29,7 @@ import { EnvironmentSweep } from "../../src/projects/sweep.ts"
 import { RepositoriesMemory } from "../../src/repositories.ts"
 import { WorkspaceResolverLive } from "../../src/workspaces/resolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { userActor } from "../support/services.ts"
 
 const layerWith = (env: Record<string, string> = {}) =>
   Layer.mergeAll(ProjectsService.layer, EnvironmentSweep.layer).pipe(
@@ -42,12 +40,6 @@ const layerWith = (env: Record<string, string> = {}) =>
     Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test", ...env }))),
     Layer.provideMerge(RepositoriesMemory)
   )
-
-const userActor = (): Actor & { readonly kind: "user" } => ({
-  kind: "user",
-  userId: UserId.make(newId("usr_", 0)),
-  sessionId: SessionId.make(newId("ses_", 0))
-})
 
 const resolve = (ref: string, actor: Actor) =>
   Effect.flatMap(WorkspaceResolver, (resolver) => resolver.resolve(ref, actor))

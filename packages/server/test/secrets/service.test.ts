@@ -3,39 +3,22 @@
  * rules of the list (the two spec phrases), 404 for a project or environment the workspace lacks, 409 on a duplicate
  * active key, sealing under the server's KEK, and `secrets.updated` events that never carry the value.
  */
-import { type Actor, type EnvironmentId, type ErrorDetails, type ProjectId, type SecretId, SessionId, UserId } from "@cp/domain"
+import { type EnvironmentId, type ErrorDetails, type ProjectId, type SecretId } from "@cp/domain"
 import { EnvironmentsRepo, EventLogRepo, ProjectsRepo, SecretsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
-import { AppConfig, parseConfig } from "../../src/platform/config.ts"
-import { EventLog } from "../../src/platform/events.ts"
 import { newId } from "../../src/platform/ids.ts"
 import { ServerKeys } from "../../src/platform/keys.ts"
-import { Cursors } from "../../src/platform/pagination.ts"
 import { open } from "../../src/platform/secretBox.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
-import { RepositoriesMemory } from "../../src/repositories.ts"
 import { type SecretScope, SecretsService } from "../../src/secrets/service.ts"
-import { WorkspaceResolverLive } from "../../src/workspaces/resolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { areaServicesLayer, userActor } from "../support/services.ts"
 
-const TestLayer = SecretsService.layer.pipe(
-  Layer.provideMerge(WorkspacesService.layer),
-  Layer.provideMerge(WorkspaceResolverLive),
-  Layer.provideMerge(Layer.mergeAll(EventLog.layer, Cursors.layer)),
-  Layer.provideMerge(ServerKeys.layer),
-  Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
-  Layer.provideMerge(RepositoriesMemory)
-)
+const TestLayer = SecretsService.layer.pipe(Layer.provideMerge(areaServicesLayer))
 
 const PLAINTEXT = "hunter2-service-plaintext-7f3a"
-
-const userActor = (): Actor & { readonly kind: "user" } => ({
-  kind: "user",
-  userId: UserId.make(newId("usr_", 0)),
-  sessionId: SessionId.make(newId("ses_", 0))
-})
 
 /** A fresh owner, its workspace as the edge resolves it, and one project with one environment in it. */
 const setup = Effect.gen(function*() {

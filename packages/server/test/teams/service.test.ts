@@ -11,40 +11,20 @@ import {
   type PermissionDecision,
   ProjectId,
   type Role,
-  SessionId,
   type TeamId,
-  UserId
 } from "@cp/domain"
 import { EventLogRepo, MembersRepo, RoleBindingsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
-import { AppConfig, parseConfig } from "../../src/platform/config.ts"
-import { EventLog } from "../../src/platform/events.ts"
 import { newId } from "../../src/platform/ids.ts"
-import { ServerKeys } from "../../src/platform/keys.ts"
-import { Cursors } from "../../src/platform/pagination.ts"
 import { decide, effectiveAccess } from "../../src/platform/rbac.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
-import { RepositoriesMemory } from "../../src/repositories.ts"
 import { TeamsService } from "../../src/teams/service.ts"
-import { WorkspaceResolverLive } from "../../src/workspaces/resolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { areaServicesLayer, userActor } from "../support/services.ts"
 
-const TestLayer = TeamsService.layer.pipe(
-  Layer.provideMerge(WorkspacesService.layer),
-  Layer.provideMerge(WorkspaceResolverLive),
-  Layer.provideMerge(Layer.mergeAll(EventLog.layer, Cursors.layer)),
-  Layer.provideMerge(ServerKeys.layer),
-  Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
-  Layer.provideMerge(RepositoriesMemory)
-)
-
-const userActor = (): Actor & { readonly kind: "user" } => ({
-  kind: "user",
-  userId: UserId.make(newId("usr_", 0)),
-  sessionId: SessionId.make(newId("ses_", 0))
-})
+const TestLayer = TeamsService.layer.pipe(Layer.provideMerge(areaServicesLayer))
 
 /** The workspace as the edge resolves it for `actor`; fails the test when the actor cannot see it. */
 const resolve = (ref: string, actor: Actor) =>
