@@ -3,10 +3,10 @@
  * the same database work as the real server on the same database and schema, with nothing else (no framework, no
  * schemas, no middleware). `bench/run.ts` starts it as a child process; it is not part of the product.
  *
- * - `GET /v1/organizations/{ref}`: parses the `sps_ses_<id>.<secret>` bearer token, reads the session by id and
- *   compares sha256(secret) with `secret_hash` (not revoked, not expired), then resolves the workspace and the
- *   caller's role bindings on it and on its account root with the statement of `OrganizationsRepo.resolveForSubject`,
- *   checks `organization.read`, and answers the `{ data: { organization }, meta }` envelope with `x-request-id`.
+ * - `GET /v1/organizations/{ref}`: parses the `sps_ses_<id>.<secret>` bearer token, reads the session by id together
+ *   with the workspace and the caller's role bindings on it and on its account root (the one statement of
+ *   `SessionsRepo.findWithWorkspace`), compares sha256(secret) with `secret_hash` (not revoked, not expired), checks
+ *   `organization.read`, and answers the `{ data: { organization }, meta }` envelope with `x-request-id`.
  * - `POST /v1/auth/login/start`: the statement sequence the real server issues (user by email, the auth rate-limit
  *   charge in a transaction, the challenge and its security event in a transaction, the outbox row); no mail is sent.
  * - `GET /health`: `select 1`, so the runner can wait for readiness the same way for both servers.
@@ -31,45 +31,50 @@ const DATA_DIR = process.env["DATA_DIR"] ?? ""
 // Statements: the text the real server sends (see the repositories named beside each), as named prepared statements
 // because the real server's client prepares every statement too.
 
-/** `SessionsRepo.findById`. */
-const SESSION_BY_ID = "select * from sessions where id = $1"
-
-/** `OrganizationsRepo.resolveForSubject`, verbatim: the caller's own bindings and its teams' grants, in one statement. */
-const RESOLVE_FOR_SUBJECT = `
-            select o.*, coalesce((
-              select jsonb_agg(held.binding order by held.created_at, held.id)
-              from (
-                select jsonb_build_object(
-                  'id', b.id, 'orgId', b.org_id, 'subjectType', b.subject_type, 'subjectId', b.subject_id,
-                  'role', b.role, 'scopeKind', b.scope_kind, 'scopeRef', b.scope_ref, 'createdAt', b.created_at
-                ) as binding, b.created_at, b.id
-                from role_bindings b
-                where b.subject_type = $1 and b.subject_id = $2 and b.org_id in (o.id, root.id)
-                union all
-                select jsonb_build_object(
-                  'id', g.id, 'orgId', t.org_id, 'subjectType', tm.subject_type, 'subjectId', tm.subject_id,
-                  'role', g.role, 'scopeKind', g.scope_kind, 'scopeRef', g.scope_ref, 'createdAt', g.created_at,
-                  'teamId', t.id
-                ), g.created_at, g.id
-                from team_members tm
-                join teams t on t.id = tm.team_id
-                join team_role_grants g on g.team_id = tm.team_id
-                where tm.subject_type = $3 and tm.subject_id = $4 and tm.status = 'active'
-                  and t.org_id in (o.id, root.id)
-                  and (
-                    exists (
-                      select 1 from members m
-                      where m.org_id = t.org_id and m.subject_type = tm.subject_type and m.subject_id = tm.subject_id
-                        and m.status = 'active')
-                    or exists (
-                      select 1 from role_bindings rb
-                      where rb.org_id = t.org_id and rb.subject_type = tm.subject_type and rb.subject_id = tm.subject_id))
-              ) held
-            ), '[]'::jsonb) as bindings
-            from organizations o
-            join organizations root on root.public_id = o.account_id
-            where o.id = $5 or o.public_id = $6 or o.slug = $7
-            limit 1`
+/**
+ * `SessionsRepo.findWithWorkspace`, verbatim: the session and, in the same statement, the workspace the path names with
+ * the user's own bindings and its teams' grants (the `resolvedWorkspaceJson` expression of `OrganizationsRepo`).
+ */
+const SESSION_ON_WORKSPACE = `
+            select s.*, (
+    select jsonb_build_object(
+      'id', o.id, 'publicId', o.public_id, 'name', o.name, 'slug', o.slug, 'kind', o.kind, 'accountId', o.account_id,
+      'isAccountRoot', o.is_account_root, 'createdAt', o.created_at, 'updatedAt', o.updated_at,
+      'bindings', coalesce((
+        select jsonb_agg(held.binding order by held.created_at, held.id)
+        from (
+          select jsonb_build_object(
+            'id', b.id, 'orgId', b.org_id, 'subjectType', b.subject_type, 'subjectId', b.subject_id,
+            'role', b.role, 'scopeKind', b.scope_kind, 'scopeRef', b.scope_ref, 'createdAt', b.created_at
+          ) as binding, b.created_at, b.id
+          from role_bindings b
+          where b.subject_type = 'user' and b.subject_id = s.user_id and b.org_id in (o.id, root.id)
+          union all
+          select jsonb_build_object(
+            'id', g.id, 'orgId', t.org_id, 'subjectType', tm.subject_type, 'subjectId', tm.subject_id,
+            'role', g.role, 'scopeKind', g.scope_kind, 'scopeRef', g.scope_ref, 'createdAt', g.created_at,
+            'teamId', t.id
+          ), g.created_at, g.id
+          from team_members tm
+          join teams t on t.id = tm.team_id
+          join team_role_grants g on g.team_id = tm.team_id
+          where tm.subject_type = 'user' and tm.subject_id = s.user_id and tm.status = 'active'
+            and t.org_id in (o.id, root.id)
+            and (
+              exists (
+                select 1 from members m
+                where m.org_id = t.org_id and m.subject_type = tm.subject_type and m.subject_id = tm.subject_id
+                  and m.status = 'active')
+              or exists (
+                select 1 from role_bindings rb
+                where rb.org_id = t.org_id and rb.subject_type = tm.subject_type and rb.subject_id = tm.subject_id))
+        ) held
+      ), '[]'::jsonb))
+    from organizations o
+    join organizations root on root.public_id = o.account_id
+    where o.id = $1 or o.public_id = $2 or o.slug = $3
+    limit 1) as workspace
+            from sessions s where s.id = $4`
 
 /** `UsersRepo.findByEmail` and `OrganizationsRepo.findBySlug` (the auth limit's workspace bucket). */
 const USER_BY_EMAIL = "select * from users where email = $1"
@@ -207,6 +212,19 @@ interface Binding {
   readonly scopeKind: string
 }
 
+/** The workspace object of `SESSION_ON_WORKSPACE` (JSON: camelCase keys, timestamps as strings). */
+interface Workspace {
+  readonly id: string
+  readonly publicId: string
+  readonly name: string
+  readonly slug: string
+  readonly kind: string
+  readonly accountId: string
+  readonly isAccountRoot: boolean
+  readonly createdAt: string
+  readonly bindings: ReadonlyArray<Binding>
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // The database.
 
@@ -255,39 +273,24 @@ const getOrganization = async (req: IncomingMessage, res: ServerResponse, ref: s
     return fail(res, 401, requestId, "unauthenticated", "Missing, invalid, expired or revoked credential")
   }
   const secretHash = sha256Hex(secret)
-  const { rows: sessions } = await pool.query<{
+  const { rows } = await pool.query<{
     user_id: string
     secret_hash: string
     expires_at: Date
     revoked_at: Date | null
-  }>({ name: "session_by_id", text: SESSION_BY_ID, values: [sessionId] })
-  const session = sessions[0]
+    workspace: Workspace | null
+  }>({ name: "session_on_workspace", text: SESSION_ON_WORKSPACE, values: [ref, ref, ref, sessionId] })
+  const session = rows[0]
   if (
     session === undefined || session.revoked_at !== null || session.expires_at.getTime() <= Date.now() ||
     !safeEqual(session.secret_hash, secretHash)
   ) {
     return fail(res, 401, requestId, "unauthenticated", "Missing, invalid, expired or revoked credential")
   }
-
-  const { rows: orgs } = await pool.query<{
-    id: string
-    public_id: string
-    name: string
-    slug: string
-    kind: string
-    account_id: string
-    is_account_root: boolean
-    created_at: Date
-    bindings: ReadonlyArray<Binding>
-  }>({
-    name: "resolve_for_subject",
-    text: RESOLVE_FOR_SUBJECT,
-    values: ["user", session.user_id, "user", session.user_id, ref, ref, ref]
-  })
-  const org = orgs[0]
+  const org = session.workspace
   // Bindings on the workspace apply directly; on its account root they cascade, except project-scoped ones.
-  const grants = org === undefined ? [] : org.bindings.filter((b) => b.orgId === org.id || b.scopeKind !== "project")
-  if (org === undefined || grants.length === 0) return fail(res, 404, requestId, "not_found", "Workspace not found")
+  const grants = org === null ? [] : org.bindings.filter((b) => b.orgId === org.id || b.scopeKind !== "project")
+  if (org === null || grants.length === 0) return fail(res, 404, requestId, "not_found", "Workspace not found")
   if (!grants.some((grant) => grant.scopeKind !== "project" && ORG_READ_ROLES.has(grant.role))) {
     return fail(res, 403, requestId, "forbidden", "Missing permission organization.read", {
       permission: "organization.read"
@@ -298,11 +301,11 @@ const getOrganization = async (req: IncomingMessage, res: ServerResponse, ref: s
       id: org.id,
       name: org.name,
       slug: org.slug,
-      workspaceRef: org.public_id,
-      accountId: org.account_id,
+      workspaceRef: org.publicId,
+      accountId: org.accountId,
       kind: org.kind,
-      isAccountRoot: org.is_account_root,
-      createdAt: org.created_at.toISOString()
+      isAccountRoot: org.isAccountRoot,
+      createdAt: new Date(org.createdAt).toISOString()
     }
   })
 }

@@ -29,7 +29,7 @@ const naming = {
 
 /** A pooled client on a real PostgreSQL server (`postgres://user@host:port/db`). */
 export const layerPostgres = (url: Redacted.Redacted | string): Layer.Layer<Database, SqlError> =>
-  PgClient.layer({ url: Redacted.isRedacted(url) ? url : Redacted.make(url), ...naming })
+  PgClient.layer({ url: Redacted.isRedacted(url) ? url : Redacted.make(url), multiplex: true, ...naming })
 
 const embeddedStartFailed = (cause: unknown) =>
   new SqlError({ reason: new ConnectionError({ cause, message: "Could not start the embedded PGlite database" }) })

@@ -31,6 +31,13 @@ export const OrganizationRow = Schema.Struct({
 })
 export type OrganizationRow = typeof OrganizationRow.Type
 
+/** An organization inside a JSON object, where the timestamps arrive as ISO strings. */
+export const OrganizationFromJson = Schema.Struct({
+  ...OrganizationRow.fields,
+  createdAt: Schema.DateFromString,
+  updatedAt: Schema.DateFromString
+})
+
 /** A row of `members`: a subject's membership of one workspace. */
 export const MemberRow = Schema.Struct({
   id: MemberId,

@@ -9,7 +9,9 @@ import { type SecurityEventRow, SecurityEventsRepo } from "../../src/identity/Se
 import { type SessionRow, SessionsRepo } from "../../src/identity/SessionsRepo.ts"
 import { type UserRow, UsersRepo } from "../../src/identity/UsersRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
-import { at, newId } from "../fixtures.ts"
+import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
+import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
+import { accountRootRow, at, bindingRow, newId, newUserId } from "../fixtures.ts"
 import { describeContract, unique } from "../harness.ts"
 
 const userRow = (overrides: Partial<UserRow> = {}): UserRow => ({
@@ -152,7 +154,10 @@ const sessionRow = (userId: UserId, overrides: Partial<SessionRow> = {}): Sessio
 
 describeContract(
   "SessionsRepo",
-  { memory: Layer.merge(SessionsRepo.memory, UsersRepo.memory), sql: Layer.merge(SessionsRepo.sql, UsersRepo.sql) },
+  {
+    memory: Layer.mergeAll(SessionsRepo.memory, UsersRepo.memory, OrganizationsRepo.memory, RoleBindingsRepo.memory),
+    sql: Layer.mergeAll(SessionsRepo.sql, UsersRepo.sql, OrganizationsRepo.sql, RoleBindingsRepo.sql)
+  },
   (it) => {
     const withUser = Effect.gen(function*() {
       const user = userRow()
@@ -170,6 +175,32 @@ describeContract(
         assert.isFalse(yield* repo.revoke(session.id, at(4)))
         assert.deepStrictEqual(yield* repo.findById(session.id), Option.some({ ...session, revokedAt: at(3) }))
         assert.isFalse(yield* repo.revoke(newId(SessionId, IdPrefix.session), at(3)))
+      }))
+
+    it.effect("findWithWorkspace reads the session with the workspace resolved for its user, by any reference", () =>
+      Effect.gen(function*() {
+        const repo = yield* SessionsRepo
+        const user = yield* withUser
+        const session = sessionRow(user.id)
+        yield* repo.insert(session)
+        const root = accountRootRow("Acme")
+        const child = { ...accountRootRow("Child", 1), kind: "workspace", accountId: root.publicId, isAccountRoot: false }
+        yield* Effect.forEach([root, child], (yield* OrganizationsRepo).insert, { discard: true })
+        const onRoot = bindingRow(root, user.id, "admin")
+        const onChild = bindingRow(child, user.id, "viewer", { createdAt: at(1) })
+        const bindings = yield* RoleBindingsRepo
+        yield* Effect.forEach([onRoot, onChild, bindingRow(child, newUserId(), "owner")], bindings.insert, { discard: true })
+        for (const ref of [child.id, child.publicId, child.slug]) {
+          assert.deepStrictEqual(
+            yield* repo.findWithWorkspace(session.id, ref),
+            Option.some({ session, workspace: Option.some({ organization: child, bindings: [onRoot, onChild] }) })
+          )
+        }
+        assert.deepStrictEqual(
+          yield* repo.findWithWorkspace(session.id, `ws-${randomUUID()}`),
+          Option.some({ session, workspace: Option.none() })
+        )
+        assert.isTrue(Option.isNone(yield* repo.findWithWorkspace(newId(SessionId, IdPrefix.session), child.id)))
       }))
 
     it.effect("exactly one of many concurrent revokes wins", () =>

@@ -3,30 +3,49 @@
  * an API key (spec Authentication 4). Sessions are read from the database on every request, so a logout
  * on any replica stops the token at once.
  */
-import { ApiKeysRepo, SessionsRepo } from "@cp/persistence"
+import type { Actor } from "@cp/domain"
+import { ApiKeysRepo, type SessionRow, SessionsRepo } from "@cp/persistence"
 import { Clock, Effect, Layer, Option } from "effect"
 import { resolveApiKey } from "../apiKeys/bearer.ts"
 import { ActorResolver } from "../platform/actors.ts"
 import { safeEqual } from "../platform/crypto.ts"
-import { parseSessionToken } from "./tokens.ts"
+import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
+import { visibleTo, WorkspaceResolverLive } from "../workspaces/resolver.ts"
+import { type ParsedSessionToken, parseSessionToken } from "./tokens.ts"
+
+/** The user of a session that is neither revoked nor expired and whose secret matches the token's. */
+const acceptSession = (session: SessionRow, token: ParsedSessionToken, now: number): Option.Option<Actor> =>
+  session.revokedAt === null && session.expiresAt.getTime() > now && safeEqual(session.secretHash, token.secretHash)
+    ? Option.some({ kind: "user", userId: session.userId, sessionId: session.id })
+    : Option.none()
 
 export const ActorResolverLive = Layer.effect(
   ActorResolver,
   Effect.gen(function*() {
     const sessions = yield* SessionsRepo
     const apiKeys = yield* ApiKeysRepo
+    const workspaces = yield* WorkspaceResolver
     return ActorResolver.of({
       resolve: Effect.fnUntraced(function*(token) {
         const parsed = parseSessionToken(token)
         if (parsed === undefined) return yield* resolveApiKey(apiKeys, token)
         const found = yield* sessions.findById(parsed.sessionId)
         const now = yield* Clock.currentTimeMillis
-        return Option.flatMap(found, (session) =>
-          session.revokedAt === null && session.expiresAt.getTime() > now &&
-            safeEqual(session.secretHash, parsed.secretHash)
-            ? Option.some({ kind: "user" as const, userId: session.userId, sessionId: session.id })
-            : Option.none())
+        return Option.flatMap(found, (session) => acceptSession(session, parsed, now))
+      }),
+      resolveOnWorkspace: Effect.fnUntraced(function*(token, ref) {
+        const parsed = parseSessionToken(token)
+        if (parsed === undefined) {
+          const actor = yield* resolveApiKey(apiKeys, token)
+          const workspace = Option.isSome(actor) ? yield* workspaces.resolve(ref, actor.value) : Option.none()
+          return { actor, workspace }
+        }
+        const found = yield* sessions.findWithWorkspace(parsed.sessionId, ref)
+        const now = yield* Clock.currentTimeMillis
+        const actor = Option.flatMap(found, ({ session }) => acceptSession(session, parsed, now))
+        if (Option.isNone(actor) || Option.isNone(found)) return { actor: Option.none(), workspace: Option.none() }
+        return { actor, workspace: visibleTo(actor.value, found.value.workspace) }
       })
     })
   })
-)
+).pipe(Layer.provide(WorkspaceResolverLive))

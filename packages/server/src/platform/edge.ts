@@ -5,6 +5,7 @@
  * API cannot give (404, 405, 415, 500) into the error envelope.
  */
 import {
+  type Actor,
   actorId,
   ControlPlaneApi,
   CurrentRequestId,
@@ -60,13 +61,34 @@ export const EdgeLive = HttpRouter.middleware(
     const hiddenReach = makeRouteTable(ControlPlaneApi, [], (endpoint) =>
       Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true)
 
-    const resolveActor = (token: string | undefined): Effect.Effect<ActorResolution> =>
-      token === undefined
-        ? Effect.succeed({ _tag: "Anonymous" })
-        : Effect.map(actors.resolve(token), Option.match({
-          onNone: (): ActorResolution => ({ _tag: "Invalid" }),
-          onSome: (actor): ActorResolution => ({ _tag: "Resolved", actor })
-        }))
+    const resolution = (actor: Option.Option<Actor>): ActorResolution =>
+      Option.match(actor, {
+        onNone: (): ActorResolution => ({ _tag: "Invalid" }),
+        onSome: (actor): ActorResolution => ({ _tag: "Resolved", actor })
+      })
+
+    /**
+     * The bearer token, then the workspace reference `ref` of a workspace path (routing order of contract §4); the
+     * workspace is undefined when the path names none or there is no actor, None when it is not visible. A route
+     * marked `reachesHiddenWorkspace` (an invitee accepting by token) is reached even without a grant there.
+     */
+    const resolveCaller = Effect.fnUntraced(function*(
+      token: string | undefined,
+      ref: string | undefined,
+      method: string,
+      path: string
+    ) {
+      const anonymous: ActorResolution = { _tag: "Anonymous" }
+      if (token === undefined) return { actor: anonymous, workspace: undefined }
+      if (ref === undefined) return { actor: resolution(yield* actors.resolve(token)), workspace: undefined }
+      if (hiddenReach.endpointAt(method, path) === undefined) {
+        const found = yield* actors.resolveOnWorkspace(token, ref)
+        return { actor: resolution(found.actor), workspace: found.workspace }
+      }
+      const actor = resolution(yield* actors.resolve(token))
+      if (actor._tag !== "Resolved") return { actor, workspace: undefined }
+      return { actor, workspace: yield* workspaces.resolveEvenIfHidden(ref, actor.actor) }
+    })
 
     /** No route for this path: 405 with `Allow` when another method serves it, 404 otherwise. */
     const noRoute = (path: string) => {
@@ -108,22 +130,21 @@ export const EdgeLive = HttpRouter.middleware(
       const { path: requestedPath, search } = splitUrl(original.url)
       const aliasPath = canonicalAliasPath(requestedPath)
       let path = aliasPath ?? requestedPath
-      const actor = yield* resolveActor(bearerToken(original.headers.authorization))
-
+      // Not URL-decoded: valid references (`org_`/`ws_` ids, slugs) contain no escapes.
+      const workspaceMatch = WORKSPACE_PATH.exec(path)
+      const caller = yield* resolveCaller(
+        bearerToken(original.headers.authorization),
+        workspaceMatch?.[1],
+        original.method,
+        path
+      )
+      const actor = caller.actor
       let workspace: RequestScope["workspace"] = undefined
-      const workspaceMatch = actor._tag === "Resolved" ? WORKSPACE_PATH.exec(path) : null
-      if (actor._tag === "Resolved" && workspaceMatch !== null) {
-        // Not URL-decoded: valid references (`org_`/`ws_` ids, slugs) contain no escapes. A route marked
-        // `reachesHiddenWorkspace` (an invitee accepting by token) is reached even without a grant there.
-        const evenIfHidden = hiddenReach.endpointAt(original.method, path) !== undefined
-        const resolved = yield* (evenIfHidden ? workspaces.resolveEvenIfHidden : workspaces.resolve)(
-          workspaceMatch[1] ?? "",
-          actor.actor
-        )
-        if (Option.isNone(resolved)) return yield* renderError(NOT_VISIBLE)
-        workspace = resolved.value
+      if (actor._tag === "Resolved" && caller.workspace !== undefined) {
+        if (Option.isNone(caller.workspace)) return yield* renderError(NOT_VISIBLE)
+        workspace = caller.workspace.value
         yield* Effect.annotateCurrentSpan("workspace.id", workspace.organization.id)
-        path = `/v1/organizations/${workspace.organization.id}${workspaceMatch[2] ?? ""}`
+        path = `/v1/organizations/${workspace.organization.id}${workspaceMatch?.[2] ?? ""}`
       }
 
       const request = path === requestedPath ? original : original.modify({ url: path + search })

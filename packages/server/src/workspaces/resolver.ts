@@ -1,20 +1,38 @@
 /** The edge's workspace lookup: reference → workspace plus the caller's grants, or nothing (404). */
 import type { Actor, OrgId, WorkspaceRef } from "@cp/domain"
-import { OrganizationsRepo } from "@cp/persistence"
+import { OrganizationsRepo, type ResolvedWorkspace as WorkspaceRow } from "@cp/persistence"
 import { Effect, Layer, Option } from "effect"
 import { workflowGrants } from "../platform/rbac.ts"
-import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
+import { type ResolvedWorkspace, WorkspaceResolver } from "../platform/workspaceResolver.ts"
 import { grantsOf } from "./grants.ts"
 import { toOrganization } from "./service.ts"
 
-const principalOf = (actor: Actor) => {
+/**
+ * The workspace `found` for the actor as the actor may see it, with every grant the actor holds there; None when it
+ * holds none, or when the actor is pinned to another workspace (a service principal, a workflow token).
+ */
+export const visibleTo = (actor: Actor, found: Option.Option<WorkspaceRow>): Option.Option<ResolvedWorkspace> =>
+  Option.flatMap(found, ({ organization, bindings }) => {
+    if (actor.kind === "workflow") {
+      // No membership or binding: the token binds the workspace and project; the workspace must be that one.
+      return organization.id === actor.orgId
+        ? Option.some({ organization: toOrganization(organization), grants: workflowGrants(actor.projectId) })
+        : Option.none()
+    }
+    if (actor.kind === "service_principal" && organization.id !== actor.orgId) return Option.none()
+    const grants = grantsOf(organization.id, bindings)
+    return grants.length === 0 ? Option.none() : Option.some({ organization: toOrganization(organization), grants })
+  })
+
+/** The subject whose roles decide what an actor sees: a workflow token acts as its service principal. */
+const subjectOf = (actor: Actor) => {
   switch (actor.kind) {
     case "user":
-      return { subjectType: "user" as const, subjectId: actor.userId, pinnedTo: undefined }
+      return { subjectType: "user" as const, subjectId: actor.userId }
     case "service_principal":
-      return { subjectType: "service_principal" as const, subjectId: actor.principalId, pinnedTo: actor.orgId }
+      return { subjectType: "service_principal" as const, subjectId: actor.principalId }
     case "workflow":
-      return undefined
+      return { subjectType: "service_principal" as const, subjectId: actor.subject }
   }
 }
 
@@ -24,22 +42,7 @@ export const WorkspaceResolverLive = Layer.effect(
     const orgs = yield* OrganizationsRepo
     const resolver: WorkspaceResolver["Service"] = WorkspaceResolver.of({
       resolve: Effect.fnUntraced(function*(ref, actor) {
-        if (actor.kind === "workflow") {
-          // No membership or binding: the token binds the workspace and project; the workspace must be that one.
-          const found = yield* orgs.resolveForSubject({ ref, subjectType: "service_principal", subjectId: actor.subject })
-          return Option.flatMap(found, ({ organization }) =>
-            organization.id === actor.orgId
-              ? Option.some({ organization: toOrganization(organization), grants: workflowGrants(actor.projectId) })
-              : Option.none())
-        }
-        const principal = principalOf(actor)
-        if (principal === undefined) return Option.none()
-        const found = yield* orgs.resolveForSubject({ ref, ...principal })
-        return Option.flatMap(found, ({ organization, bindings }) => {
-          if (principal.pinnedTo !== undefined && organization.id !== principal.pinnedTo) return Option.none()
-          const grants = grantsOf(organization.id, bindings)
-          return grants.length === 0 ? Option.none() : Option.some({ organization: toOrganization(organization), grants })
-        })
+        return visibleTo(actor, yield* orgs.resolveForSubject({ ref, ...subjectOf(actor) }))
       }),
       // Only users reach a hidden workspace (an invitee); there they hold no grant, so such a route checks none.
       resolveEvenIfHidden: Effect.fnUntraced(function*(ref, actor) {
