@@ -2,13 +2,17 @@
  * `npm run bench`: a load benchmark run on demand. It prints figures and never asserts timings.
  *
  * For each database mode (embedded PGlite in a fresh temp DATA_DIR; a scratch database on a PostgreSQL server) it
- * starts our server as a child process, signs a user in, and loads two routes with autocannon
- * (`GET /v1/organizations/{orgId}` authenticated, and `POST /v1/auth/login/start` with a new email per request);
- * then it stops our server and loads the same routes on `bench/baseline.ts`, a plain `node:http` + `pg` server doing
- * the same database work on the same data. Per run it reads the server process's CPU time and peak RSS from /proc.
+ * starts our server as a child process (with the node flags `npm start` uses), signs a user in, and loads two routes
+ * with autocannon (`GET /v1/organizations/{orgId}` authenticated, and `POST /v1/auth/login/start` with a new email per
+ * request), and the same routes on `bench/baseline.ts`, a plain `node:http` + `pg` server doing the same database work
+ * on the same data. Each is measured `BENCH_ROUNDS` times; on PostgreSQL both servers run at once and the rounds
+ * alternate (ours, baseline, ours, …) so that drifting load on a shared machine hits both alike, and the ratio is the
+ * median of the per-round ratios. PGlite lets one process open a data directory, so there ours runs all its rounds
+ * first. Per run it reads the server process's CPU time and peak RSS from /proc.
  *
  * Environment:
  * - `BENCH_SECONDS` measured seconds per run (default 10), after an unmeasured 2 s warm-up.
+ * - `BENCH_ROUNDS` measured runs per server and route (default 3); the tables show their medians.
  * - `BENCH_DATABASE_URL` or else `DATABASE_URL`: the PostgreSQL admin connection on which a scratch database
  *   `cp_bench_<random>` is created and finally dropped (default postgres://postgres@127.0.0.1:5432/test).
  * - `BENCH_MODES`: `pglite`, `postgres` or both, comma-separated (default both).
@@ -38,6 +42,7 @@ const positive = (name: string, fallback: number): number => {
 }
 
 const SECONDS = positive("BENCH_SECONDS", 10)
+const ROUNDS = Math.round(positive("BENCH_ROUNDS", 3))
 const WARMUP_SECONDS = 2
 const CONNECTIONS = 10
 const ADMIN_URL = process.env["BENCH_DATABASE_URL"] || process.env["DATABASE_URL"] ||
@@ -51,6 +56,14 @@ const STOP_TIMEOUT_MS = 15_000
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const SERVER_MAIN = fileURLToPath(new URL("../packages/server/src/main.ts", import.meta.url))
 const BASELINE_MAIN = fileURLToPath(new URL("./baseline.ts", import.meta.url))
+
+/** The node flags `npm start` runs our server with (package.json's start script), so the bench measures the same. */
+const SERVER_NODE_FLAGS: ReadonlyArray<string> = await (async () => {
+  const manifest = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as { scripts?: { start?: string } }
+  const flags = /\bnode((?:\s+--\S+)*)\s+packages\/server\/src\/main\.ts/.exec(manifest.scripts?.start ?? "")?.[1]
+  if (flags === undefined) throw new Error("package.json: the start script does not run node packages/server/src/main.ts")
+  return flags.split(/\s+/).filter((flag) => flag !== "")
+})()
 
 const CLK_TCK = (() => {
   try {
@@ -371,6 +384,7 @@ const ROUTES: ReadonlyArray<Route> = [
 type ServerKind = "ours" | "baseline"
 
 interface Measurement {
+  readonly round: number
   readonly mode: string
   readonly route: string
   readonly server: ServerKind
@@ -389,10 +403,17 @@ const measurements: Array<Measurement> = []
 const notes: Array<string> = []
 const profiles: Array<string> = []
 
-const loadServer = async (mode: string, server: ServerKind, child: Child, base: string, credentials: Credentials) => {
+const loadServer = async (
+  mode: string,
+  server: ServerKind,
+  child: Child,
+  base: string,
+  credentials: Credentials,
+  round: number
+) => {
   for (const route of ROUTES) {
-    const tag = `${RUN_ID}-${mode}-${server}-${ROUTES.indexOf(route)}`
-    process.stderr.write(`  ${server}: ${route.name} (${WARMUP_SECONDS} s warm-up + ${SECONDS} s)\n`)
+    const tag = `${RUN_ID}-${mode}-${server}-${round}-${ROUTES.indexOf(route)}`
+    process.stderr.write(`  round ${round}, ${server}: ${route.name} (${WARMUP_SECONDS} s warm-up + ${SECONDS} s)\n`)
     await cannon({ ...route.options(base, credentials, `${tag}-w`), connections: CONNECTIONS, duration: WARMUP_SECONDS })
     if (interrupted) return
 
@@ -415,6 +436,7 @@ const loadServer = async (mode: string, server: ServerKind, child: Child, base: 
     const wallSeconds = Number(endedNs - startedNs) / 1e9
     const cpuSeconds = (ticksAfter - ticksBefore) / CLK_TCK
     measurements.push({
+      round,
       mode,
       route: route.name,
       server,
@@ -452,64 +474,88 @@ const noteErrorLines = (mode: string, child: Child) => {
   if (count > 0) notes.push(`${mode}: ${child.label} logged ${count} error line(s); the first: ${first ?? ""}`)
 }
 
-const runMode = async (mode: string, database: Database) => {
+interface Started {
+  readonly child: Child
+  readonly base: string
+}
+
+const startServer = async (label: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<Started> => {
+  const port = await freePort()
+  const base = `http://${HOST}:${port}`
+  const startedAt = Date.now()
+  const child = spawnChild(label, args, { ...env, HOST, PORT: String(port) })
+  await waitForHealth(child, base)
+  console.error(`  ${label}: healthy after ${((Date.now() - startedAt) / 1000).toFixed(1)} s`)
+  return { child, base }
+}
+
+const stopServer = async (mode: string, server: Started | undefined) => {
+  if (server === undefined) return
+  await server.child.stop()
+  noteErrorLines(mode, server.child)
+}
+
+const summarizeProfile = async (mode: string, label: string, since: number) => {
+  if (PROFILE_DIR === undefined) return
+  const file = await newestProfile(PROFILE_DIR, since)
+  if (file === undefined) return void notes.push(`${mode}: no .cpuprofile was written to ${PROFILE_DIR}`)
+  const profile = await readProfile(file)
+  for (const measured of measurements.filter((m) => m.mode === mode && m.server === "ours")) {
+    const summary = summarize(profile, measured.window, 12)
+    profiles.push(`our server, ${label}, ${measured.route}, round ${measured.round} (${file}):\n${formatSummary(summary)}`)
+  }
+}
+
+/**
+ * Both servers on one database. Ours starts first: it migrates the database and creates the user and session the
+ * baseline then reads too. With `concurrent` both run at once and the rounds alternate between them; otherwise (one
+ * process per PGlite data directory) ours runs every round and stops before the baseline starts.
+ */
+const runMode = async (mode: string, database: Database, concurrent: boolean) => {
   console.error(`\n${database.label}`)
   const emailUser = `bench-${RUN_ID}-${mode}-user@example.com`
-
-  // Ours first: it migrates the database and creates the user and session the baseline then reads too.
-  const oursPort = await freePort()
-  const oursBase = `http://${HOST}:${oursPort}`
   const profileArgs = PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`]
   const startedAt = Date.now()
-  const ours = spawnChild(
-    `our server (${mode})`,
-    [...profileArgs, SERVER_MAIN],
-    serverEnv({ ...database.env, APP_ENV: "development", HOST, PORT: String(oursPort) })
-  )
-  let credentials: Credentials
-  let oursChecks: Awaited<ReturnType<typeof preflight>>
+  const rounds = Array.from({ length: ROUNDS }, (_, i) => i + 1)
+  let ours: Started | undefined
+  let baseline: Started | undefined
   try {
-    await waitForHealth(ours, oursBase)
-    console.error(`  ours: healthy after ${((Date.now() - startedAt) / 1000).toFixed(1)} s`)
-    credentials = await signIn(oursBase, emailUser)
-    oursChecks = await preflight(oursBase, credentials, `${RUN_ID}-${mode}-ours`)
-    await loadServer(mode, "ours", ours, oursBase, credentials)
-  } finally {
-    // Only one process may open a PGlite data directory: ours must be gone before the baseline opens it.
-    await ours.stop()
-    noteErrorLines(mode, ours)
-  }
-  if (interrupted) return
-
-  if (PROFILE_DIR !== undefined) {
-    const file = await newestProfile(PROFILE_DIR, startedAt)
-    if (file === undefined) {
-      notes.push(`${mode}: no .cpuprofile was written to ${PROFILE_DIR}`)
-    } else {
-      const profile = await readProfile(file)
-      for (const measured of measurements.filter((m) => m.mode === mode && m.server === "ours")) {
-        const summary = summarize(profile, measured.window, 12)
-        profiles.push(`our server, ${database.label}, ${measured.route} (${file}):\n${formatSummary(summary)}`)
+    ours = await startServer(
+      `our server (${mode})`,
+      [...SERVER_NODE_FLAGS, ...profileArgs, SERVER_MAIN],
+      serverEnv({ ...database.env, APP_ENV: "development" })
+    )
+    const credentials = await signIn(ours.base, emailUser)
+    const oursChecks = await preflight(ours.base, credentials, `${RUN_ID}-${mode}-ours`)
+    const startBaseline = async () => {
+      const started = await startServer(`baseline (${mode})`, [BASELINE_MAIN], serverEnv(database.env))
+      const checks = await preflight(started.base, credentials, `${RUN_ID}-${mode}-baseline`)
+      if (checks.organization !== oursChecks.organization) {
+        notes.push(`${mode}: baseline GET organization differs from ours:\n  ours     ${oursChecks.organization}\n  baseline ${checks.organization}`)
       }
+      if (checks.loginShape !== oursChecks.loginShape) {
+        notes.push(`${mode}: baseline login start body has other fields than ours: ${checks.loginShape} vs ${oursChecks.loginShape}`)
+      }
+      return started
     }
-  }
-
-  const basePort = await freePort()
-  const baselineBase = `http://${HOST}:${basePort}`
-  const baseline = spawnChild(`baseline (${mode})`, [BASELINE_MAIN], serverEnv({ ...database.env, HOST, PORT: String(basePort) }))
-  try {
-    await waitForHealth(baseline, baselineBase)
-    const checks = await preflight(baselineBase, credentials, `${RUN_ID}-${mode}-baseline`)
-    if (checks.organization !== oursChecks.organization) {
-      notes.push(`${mode}: baseline GET organization differs from ours:\n  ours     ${oursChecks.organization}\n  baseline ${checks.organization}`)
+    if (concurrent) baseline = await startBaseline()
+    for (const round of rounds) {
+      if (interrupted) return
+      await loadServer(mode, "ours", ours.child, ours.base, credentials, round)
+      if (baseline !== undefined) await loadServer(mode, "baseline", baseline.child, baseline.base, credentials, round)
     }
-    if (checks.loginShape !== oursChecks.loginShape) {
-      notes.push(`${mode}: baseline login start body has other fields than ours: ${checks.loginShape} vs ${oursChecks.loginShape}`)
+    if (concurrent) return
+    await stopServer(mode, ours)
+    ours = undefined
+    baseline = await startBaseline()
+    for (const round of rounds) {
+      if (interrupted) return
+      await loadServer(mode, "baseline", baseline.child, baseline.base, credentials, round)
     }
-    await loadServer(mode, "baseline", baseline, baselineBase, credentials)
   } finally {
-    await baseline.stop()
-    noteErrorLines(mode, baseline)
+    await stopServer(mode, ours)
+    await stopServer(mode, baseline)
+    await summarizeProfile(mode, database.label, startedAt)
   }
 }
 
@@ -517,7 +563,7 @@ const pgliteMode = async () => {
   const dir = await mkdtemp(join(tmpdir(), "cp-bench-"))
   const removeDir = track(`temp dir ${dir}`, () => rm(dir, { recursive: true, force: true }))
   try {
-    await runMode("PGlite", { label: `PGlite (fresh DATA_DIR ${dir}/data)`, env: { DATA_DIR: join(dir, "data") } })
+    await runMode("PGlite", { label: `PGlite (fresh DATA_DIR ${dir}/data)`, env: { DATA_DIR: join(dir, "data") } }, false)
   } finally {
     await removeDir()
   }
@@ -537,7 +583,11 @@ const postgresMode = async () => {
     url.pathname = `/${name}`
     const shown = new URL(url)
     shown.password = ""
-    await runMode("PostgreSQL", { label: `PostgreSQL (scratch database ${shown.toString()})`, env: { DATABASE_URL: url.toString() } })
+    await runMode(
+      "PostgreSQL",
+      { label: `PostgreSQL (scratch database ${shown.toString()})`, env: { DATABASE_URL: url.toString() } },
+      true
+    )
   } finally {
     await dropDatabase()
   }
@@ -558,43 +608,84 @@ const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<
 /** The 1-minute load average at the start: other work on the machine skews every figure. */
 const LOAD_AT_START = loadavg()[0] ?? 0
 
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = values.filter(Number.isFinite).sort((x, y) => x - y)
+  if (sorted.length === 0) return NaN
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle] ?? NaN : ((sorted[middle - 1] ?? NaN) + (sorted[middle] ?? NaN)) / 2
+}
+
+/** The rounds of one server on one route: medians of the figures, the largest RSS, every non-2xx and error. */
+const combine = (runs: ReadonlyArray<Measurement>) => ({
+  reqPerSec: median(runs.map((m) => m.reqPerSec)),
+  p50: median(runs.map((m) => m.p50)),
+  p99: median(runs.map((m) => m.p99)),
+  cpuUsPerRequest: median(runs.map((m) => m.cpuUsPerRequest)),
+  cpuCores: median(runs.map((m) => m.cpuCores)),
+  peakRssMb: Math.max(...runs.map((m) => m.peakRssMb)),
+  non2xx: runs.reduce((sum, m) => sum + m.non2xx, 0),
+  errors: runs.reduce((sum, m) => sum + m.errors, 0)
+})
+
 const report = () => {
   console.log(
-    `\ncontrol-plane bench: node ${process.version}, ${cpus().length} CPUs, ${CONNECTIONS} connections, ` +
-      `${SECONDS} s measured after ${WARMUP_SECONDS} s warm-up, CLK_TCK ${CLK_TCK}, ` +
-      `1-min load average ${LOAD_AT_START.toFixed(2)} at start\n`
+    `\ncontrol-plane bench: node ${process.version} (server flags: ${SERVER_NODE_FLAGS.join(" ") || "none"}), ` +
+      `${cpus().length} CPUs, ${CONNECTIONS} connections, ${ROUNDS} round(s) of ${SECONDS} s measured after ` +
+      `${WARMUP_SECONDS} s warm-up, CLK_TCK ${CLK_TCK}, 1-min load average ${LOAD_AT_START.toFixed(2)} at start\n`
   )
+  const groups = measurements.filter((m) => m.round === 1).map((first) => ({
+    mode: first.mode,
+    route: first.route,
+    server: first.server,
+    runs: measurements.filter((m) => m.mode === first.mode && m.route === first.route && m.server === first.server)
+  }))
   console.log(table(
     ["mode", "route", "server", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "CPU cores", "peak RSS MB", "non-2xx", "errors"],
-    measurements.map((m) => [
-      m.mode,
-      m.route,
-      m.server,
-      fixed(m.reqPerSec, 0),
-      fixed(m.p50, 2),
-      fixed(m.p99, 2),
-      fixed(m.cpuUsPerRequest, 0),
-      fixed(m.cpuCores, 2),
-      fixed(m.peakRssMb, 0),
-      String(m.non2xx),
-      String(m.errors)
-    ]),
+    groups.map(({ mode, route, server, runs }) => {
+      const m = combine(runs)
+      return [
+        mode,
+        route,
+        server,
+        fixed(m.reqPerSec, 0),
+        fixed(m.p50, 2),
+        fixed(m.p99, 2),
+        fixed(m.cpuUsPerRequest, 0),
+        fixed(m.cpuCores, 2),
+        fixed(m.peakRssMb, 0),
+        String(m.non2xx),
+        String(m.errors)
+      ]
+    }),
     3
   ))
 
-  const pairs = measurements.filter((m) => m.server === "ours").flatMap((ours) => {
-    const base = measurements.find((m) => m.server === "baseline" && m.mode === ours.mode && m.route === ours.route)
-    return base === undefined ? [] : [[
+  const pairs = groups.filter((group) => group.server === "ours").flatMap((ours) => {
+    const base = groups.find((g) => g.server === "baseline" && g.mode === ours.mode && g.route === ours.route)
+    if (base === undefined) return []
+    const ratios = ours.runs.flatMap((run) => {
+      const paired = base.runs.find((b) => b.round === run.round)
+      return paired === undefined ? [] : [{
+        reqPerSec: run.reqPerSec / paired.reqPerSec,
+        cpu: run.cpuUsPerRequest / paired.cpuUsPerRequest,
+        p50: run.p50 / paired.p50
+      }]
+    })
+    return [[
       ours.mode,
       ours.route,
-      fixed(ours.reqPerSec / base.reqPerSec, 2),
-      fixed(ours.cpuUsPerRequest / base.cpuUsPerRequest, 2),
-      fixed(ours.p50 / base.p50, 2)
+      fixed(median(ratios.map((r) => r.reqPerSec)), 2),
+      fixed(median(ratios.map((r) => r.cpu)), 2),
+      fixed(median(ratios.map((r) => r.p50)), 2),
+      ratios.map((r) => fixed(r.reqPerSec, 2)).join(" ")
     ]]
   })
   if (pairs.length > 0) {
-    console.log("\nours / baseline (req/s: higher is better; CPU per request and p50: lower is better)\n")
-    console.log(table(["mode", "route", "req/s", "CPU µs/req", "p50"], pairs, 2))
+    console.log(
+      "\nours / baseline, median of the per-round ratios (req/s: higher is better; CPU per request and p50: lower is " +
+        "better)\n"
+    )
+    console.log(table(["mode", "route", "req/s", "CPU µs/req", "p50", "req/s per round"], pairs, 2))
   }
   console.log(
     "\nCPU and RSS are the server process's own (/proc utime+stime, VmHWM/VmRSS); in PGlite mode the database runs " +
