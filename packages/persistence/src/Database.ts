@@ -18,12 +18,28 @@ const IN_MEMORY_DATA_DIR = "memory://"
 const EMBEDDED_HOST = "127.0.0.1"
 
 /**
+ * A name transform that computes each name once: the set of column and field names is fixed by the schema, and
+ * handing back the same string every time keeps building rows on V8's fast property paths.
+ */
+const memoized = (transform: (name: string) => string): ((name: string) => string) => {
+  const names = new Map<string, string>()
+  return (name) => {
+    let transformed = names.get(name)
+    if (transformed === undefined) {
+      transformed = transform(name)
+      names.set(name, transformed)
+    }
+    return transformed
+  }
+}
+
+/**
  * Column names stay snake_case in SQL and become camelCase in rows; JSON values (event data, stored headers) are
  * left exactly as written.
  */
 const naming = {
-  transformResultNames: Str.snakeToCamel,
-  transformQueryNames: Str.camelToSnake,
+  transformResultNames: memoized(Str.snakeToCamel),
+  transformQueryNames: memoized(Str.camelToSnake),
   transformJson: false
 } as const
 
