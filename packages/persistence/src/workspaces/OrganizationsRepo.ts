@@ -118,6 +118,8 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
   /** `UniqueViolation` on `organizations_slug_key` when the slug is taken (the caller then tries the next suffix). */
   readonly insert: (organization: OrganizationRow) => Effect.Effect<void, UniqueViolation>
   readonly findById: (id: OrgId) => Effect.Effect<Option.Option<OrganizationRow>>
+  /** The workspaces with these ids, in no particular order; unknown ids are left out. */
+  readonly findByIds: (ids: ReadonlyArray<OrgId>) => Effect.Effect<ReadonlyArray<OrganizationRow>>
   readonly findByPublicId: (publicId: WorkspaceRef) => Effect.Effect<Option.Option<OrganizationRow>>
   readonly findBySlug: (slug: string) => Effect.Effect<Option.Option<OrganizationRow>>
   /** The taken slugs among `base` and `base-<n>`, from which the caller picks the next free suffix. */
@@ -148,6 +150,9 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
         ),
         findById: Effect.fn("OrganizationsRepo.findById")(function*(id: OrgId) {
           return Option.fromUndefinedOr(organizations.get(id))
+        }),
+        findByIds: Effect.fn("OrganizationsRepo.findByIds")(function*(ids: ReadonlyArray<OrgId>) {
+          return [...new Set(ids)].flatMap((id) => organizations.get(id) ?? [])
         }),
         findByPublicId: Effect.fn("OrganizationsRepo.findByPublicId")(function*(publicId: WorkspaceRef) {
           return first((org) => org.publicId === publicId)
@@ -208,6 +213,11 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
         Result: OrganizationRow,
         execute: (id) => sql`select * from organizations where id = ${id}`
       })
+      const findByIds = SqlSchema.findAll({
+        Request: Schema.Array(OrgId),
+        Result: OrganizationRow,
+        execute: (ids) => sql`select * from organizations where id in ${sql.in(ids)}`
+      })
       const findByPublicId = SqlSchema.findOneOption({
         Request: WorkspaceRef,
         Result: OrganizationRow,
@@ -254,6 +264,9 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
           uniqueViolationOrDie(insert(organization))
         ),
         findById: Effect.fn("OrganizationsRepo.findById")((id: OrgId) => Effect.orDie(findById(id))),
+        findByIds: Effect.fn("OrganizationsRepo.findByIds")((ids: ReadonlyArray<OrgId>) =>
+          ids.length === 0 ? Effect.succeed([]) : Effect.orDie(findByIds([...new Set(ids)]))
+        ),
         findByPublicId: Effect.fn("OrganizationsRepo.findByPublicId")((publicId: WorkspaceRef) =>
           Effect.orDie(findByPublicId(publicId))
         ),

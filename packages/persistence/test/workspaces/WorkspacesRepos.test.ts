@@ -53,6 +53,16 @@ describeContract("OrganizationsRepo", repositories, (it) => {
       assert.isTrue(Option.isNone(yield* repo.findBySlug(freshSlug())))
     }))
 
+  it.effect("findByIds reads the known workspaces among many ids in one call", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const [first, second] = [rootRow(0), rootRow(1)]
+      yield* insertOrgs([first, second, rootRow(2)])
+      const found = yield* repo.findByIds([second.id, first.id, newId(OrgId, IdPrefix.org), first.id])
+      assert.deepStrictEqual([...found].sort((a, b) => (a.id < b.id ? -1 : 1)), [first, second].sort((a, b) => (a.id < b.id ? -1 : 1)))
+      assert.deepStrictEqual(yield* repo.findByIds([]), [])
+    }))
+
   it.effect("a taken slug is a UniqueViolation on organizations_slug_key", () =>
     Effect.gen(function*() {
       const repo = yield* OrganizationsRepo

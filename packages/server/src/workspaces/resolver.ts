@@ -52,8 +52,8 @@ export const WorkspaceResolverLive = Layer.effect(
         return Option.map(found, ({ organization }) => ({ organization: toOrganization(organization), grants: [] }))
       }),
       publicIds: Effect.fnUntraced(function*(orgIds) {
-        const rows = yield* Effect.forEach(orgIds, (id) => orgs.findById(id))
-        return new Map<OrgId, WorkspaceRef>(rows.flatMap(Option.toArray).map((row) => [row.id, row.publicId]))
+        const rows = yield* orgs.findByIds(orgIds)
+        return new Map<OrgId, WorkspaceRef>(rows.map((row) => [row.id, row.publicId]))
       })
     })
     return resolver
