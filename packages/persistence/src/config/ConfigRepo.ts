@@ -15,12 +15,11 @@ import { type ConfigPageWindow, type ConfigScope, FeatureFlagRow, SettingRow } f
 export const settingsKeyConstraint = "settings_scope_key"
 export const featureFlagsKeyConstraint = "feature_flags_scope_key"
 
-type Scoped = { readonly orgId: OrgId; readonly projectId: string | null; readonly environmentId: string | null }
 
-const scopeKeyOf = (row: Scoped & { readonly key: string }) =>
+const scopeKeyOf = (row: ConfigScope & { readonly key: string }) =>
   `${row.orgId} ${row.projectId ?? ""} ${row.environmentId ?? ""} ${row.key}`
 
-const inScope = (scope: Scoped) => (row: Scoped) =>
+const inScope = (scope: ConfigScope) => (row: ConfigScope) =>
   row.orgId === scope.orgId && row.projectId === scope.projectId && row.environmentId === scope.environmentId
 
 const settingUniques: ReadonlyArray<UniqueKey<SettingRow>> = [
@@ -67,9 +66,9 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
   static readonly memory = Layer.sync(ConfigRepo, () => {
     const settings = new Map<string, SettingRow>()
     const flags = new Map<string, FeatureFlagRow>()
-    const findIn = <R extends Scoped & { readonly id: string }>(map: Map<string, R>, scope: ConfigScope, id: string) =>
+    const findIn = <R extends ConfigScope & { readonly id: string }>(map: Map<string, R>, scope: ConfigScope, id: string) =>
       Option.filter(Option.fromUndefinedOr(map.get(id)), inScope(scope))
-    const replace = <R extends Scoped & { readonly id: string }>(map: Map<string, R>, row: R) =>
+    const replace = <R extends ConfigScope & { readonly id: string }>(map: Map<string, R>, row: R) =>
       atomically((changes) => {
         const current = findIn(map, row, row.id)
         if (Option.isNone(current)) return Effect.succeed(Option.none<R>())

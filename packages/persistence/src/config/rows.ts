@@ -1,6 +1,6 @@
 /** The stored shapes of the configuration area: settings and feature flags, each at one scope. */
 import { ConfigScopeKind, FeatureFlagId, SettingId, SettingValueType, SettingVisibility } from "@cp/domain/config"
-import { OrgId } from "@cp/domain/ids"
+import { EnvironmentId, OrgId, ProjectId } from "@cp/domain/ids"
 import { Schema } from "effect"
 
 /**
@@ -10,8 +10,8 @@ import { Schema } from "effect"
 export const SettingRow = Schema.Struct({
   id: SettingId,
   orgId: OrgId,
-  projectId: Schema.NullOr(Schema.String),
-  environmentId: Schema.NullOr(Schema.String),
+  projectId: Schema.NullOr(ProjectId),
+  environmentId: Schema.NullOr(EnvironmentId),
   scopeKind: ConfigScopeKind,
   key: Schema.String,
   valueJson: Schema.String,
@@ -29,8 +29,8 @@ export type SettingRow = typeof SettingRow.Type
 export const FeatureFlagRow = Schema.Struct({
   id: FeatureFlagId,
   orgId: OrgId,
-  projectId: Schema.NullOr(Schema.String),
-  environmentId: Schema.NullOr(Schema.String),
+  projectId: Schema.NullOr(ProjectId),
+  environmentId: Schema.NullOr(EnvironmentId),
   scopeKind: ConfigScopeKind,
   key: Schema.String,
   enabled: Schema.Boolean,
@@ -44,8 +44,8 @@ export type FeatureFlagRow = typeof FeatureFlagRow.Type
 /** One configuration scope: a workspace, one of its projects, or one environment of that project. */
 export interface ConfigScope {
   readonly orgId: OrgId
-  readonly projectId: string | null
-  readonly environmentId: string | null
+  readonly projectId: ProjectId | null
+  readonly environmentId: EnvironmentId | null
 }
 
 /** A keyset position in a newest-first list. */

@@ -1,5 +1,5 @@
 import { FeatureFlagId, SettingId } from "@cp/domain/config"
-import { OrgId } from "@cp/domain/ids"
+import { EnvironmentId, IdPrefix, OrgId, ProjectId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
@@ -23,11 +23,11 @@ const workspace = Effect.fnUntraced(function*() {
 })
 
 const scopesOf = (orgId: OrgId): ReadonlyArray<ConfigScope> => {
-  const projectId = `prj_${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}`
+  const projectId = newId(ProjectId, IdPrefix.project)
   return [
     { orgId, projectId: null, environmentId: null },
     { orgId, projectId, environmentId: null },
-    { orgId, projectId, environmentId: `env_${randomUUID().replaceAll("-", "").slice(0, 26).toUpperCase()}` }
+    { orgId, projectId, environmentId: newId(EnvironmentId, IdPrefix.environment) }
   ]
 }
 

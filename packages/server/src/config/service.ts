@@ -111,8 +111,8 @@ const shownValue = (row: SettingRow, reveal: boolean): { readonly value: Schema.
 export const toSetting = (row: SettingRow, reveal: boolean): Setting => ({
   id: row.id,
   orgId: row.orgId,
-  projectId: row.projectId as ProjectId | null,
-  environmentId: row.environmentId as EnvironmentId | null,
+  projectId: row.projectId,
+  environmentId: row.environmentId,
   scopeKind: row.scopeKind,
   key: row.key,
   ...shownValue(row, reveal),
@@ -124,8 +124,8 @@ export const toSetting = (row: SettingRow, reveal: boolean): Setting => ({
 export const toFeatureFlag = (row: FeatureFlagRow): FeatureFlag => ({
   id: row.id,
   orgId: row.orgId,
-  projectId: row.projectId as ProjectId | null,
-  environmentId: row.environmentId as EnvironmentId | null,
+  projectId: row.projectId,
+  environmentId: row.environmentId,
   scopeKind: row.scopeKind,
   key: row.key,
   enabled: row.enabled,
@@ -276,8 +276,8 @@ export class ConfigService extends Context.Service<ConfigService, {
           actor: eventActorOf(actor),
           subject: { kind: kind.subjectKind, id: row.id, name: row.key },
           data: { action, [kind.idField]: row.id, key: row.key, scopeKind: row.scopeKind, changed },
-          projectId: row.projectId as ProjectId | null,
-          environmentId: row.environmentId as EnvironmentId | null,
+          projectId: row.projectId,
+          environmentId: row.environmentId,
           description: `${kind.label} ${row.key} ${action} at ${row.scopeKind} scope`
         })
 
