@@ -382,6 +382,14 @@ for (const backend of backends) {
           }
           failed(yield* call(baseUrl, "POST", "/v1/organizations", { ...opts, body: { name: "x" } }), 401, "unauthenticated")
         }
+        // A real session id with a forged secret, and a logged-out session, are 401 even on the user's own workspace.
+        const forged = `${user.token.slice(0, -1)}${user.token.endsWith("0") ? "1" : "0"}`
+        failed(yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.id}`, { token: forged }), 401, "unauthenticated")
+        const leaving = yield* newUser(baseUrl)
+        ok(yield* call(baseUrl, "POST", "/v1/auth/logout", { token: leaving.token }))
+        for (const ref of [leaving.personal.id, missing]) {
+          failed(yield* call(baseUrl, "GET", `/v1/organizations/${ref}`, { token: leaving.token }), 401, "unauthenticated")
+        }
         const other = yield* newUser(baseUrl)
         // Authenticated: the workspace comes next (404), before the route's permission (403).
         failed(yield* call(baseUrl, "GET", `/v1/organizations/${other.personal.id}/workspaces`, {
