@@ -56,6 +56,13 @@ for (const backend of backends) {
     const revokeKey = (baseUrl: string, token: string, orgRef: string, id: string) =>
       call(baseUrl, "DELETE", `/v1/organizations/${orgRef}/api-keys/${id}`, { token })
 
+    /** A new project in `orgRef`, created by `token`: its id. */
+    const newProject = (baseUrl: string, token: string, orgRef: string) =>
+      Effect.map(
+        call(baseUrl, "POST", `/v1/organizations/${orgRef}/projects`, { token, body: { name: `P ${randomUUID().slice(0, 8)}` } }),
+        (res) => ok(res).project.id as string
+      )
+
     /** A key created by `token` on `orgRef`: the create answer's `apiKey`. */
     const mint = (baseUrl: string, token: string, orgRef: string, body: Record<string, unknown>) =>
       Effect.map(createKey(baseUrl, token, orgRef, { label: `key ${randomUUID().slice(0, 8)}`, ...body }), (res) =>
@@ -183,7 +190,7 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const owner = yield* newUser(baseUrl)
         const org = owner.personal.id
-        const [projectA, projectB] = [projectId(), projectId()]
+        const [projectA, projectB] = [yield* newProject(baseUrl, owner.token, org), yield* newProject(baseUrl, owner.token, org)]
         const created: Array<any> = []
         for (const body of [
           { role: "viewer" },
@@ -335,7 +342,7 @@ for (const backend of backends) {
         const sql = yield* SqlClient.SqlClient
         const owner = yield* newUser(baseUrl)
         const org = owner.personal.id
-        const project = projectId()
+        const project = yield* newProject(baseUrl, owner.token, org)
         const key = yield* mint(baseUrl, owner.token, org, { role: "project_admin", projectId: project })
         assert.deepStrictEqual(
           [key.servicePrincipal.role, key.servicePrincipal.projectId],
@@ -450,6 +457,45 @@ for (const backend of backends) {
         assert.strictEqual(leapDay.expiresAt, "2096-02-29T00:00:00.000Z")
       }))
 
+    it.effect("a project role's projectId must name a project of this workspace (archived ones count)", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const owner = yield* newUser(baseUrl)
+        const org = owner.personal.id
+        const second = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Second" } }))
+          .organization
+        const elsewhere = yield* newProject(baseUrl, owner.token, second.id)
+        const before = ok(yield* listKeys(baseUrl, owner.token, org)).apiKeys
+
+        // Well-formed, but unknown here: never created, or a project of another workspace the caller owns.
+        for (const project of [projectId(), elsewhere]) {
+          const error = failed(
+            yield* createKey(baseUrl, owner.token, org, { label: "ghost", role: "project_viewer", projectId: project }),
+            422,
+            "validation_failed"
+          )
+          assert.deepStrictEqual(error.details.fields, { projectId: ["names no project in this workspace"] }, project)
+        }
+        // The other field checks come first and answer as before.
+        const past = new Date(Date.now() - 1000).toISOString()
+        const expired = failed(
+          yield* createKey(baseUrl, owner.token, org, { label: "ghost", role: "project_viewer", projectId: projectId(), expiresAt: past }),
+          422,
+          "validation_failed"
+        )
+        assert.deepStrictEqual(Object.keys(expired.details.fields), ["expiresAt"])
+        assert.deepStrictEqual(ok(yield* listKeys(baseUrl, owner.token, org)).apiKeys, before, "no refused create left a key")
+
+        // An archived project still exists: a key may be minted on it.
+        const archived = yield* newProject(baseUrl, owner.token, org)
+        ok(yield* call(baseUrl, "DELETE", `/v1/organizations/${org}/projects/${archived}`, { token: owner.token }))
+        const key = yield* mint(baseUrl, owner.token, org, { role: "project_viewer", projectId: archived })
+        assert.strictEqual(key.servicePrincipal.projectId, archived)
+        // The project of the other workspace is fine there.
+        const there = yield* mint(baseUrl, owner.token, second.id, { role: "project_viewer", projectId: elsewhere })
+        assert.strictEqual(there.servicePrincipal.projectId, elsewhere)
+      }))
+
     it.effect("who may mint which role: nobody mints a key stronger than itself", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
@@ -469,7 +515,8 @@ for (const backend of backends) {
           const error = failed(yield* createKey(baseUrl, admin.token, org, { label: "up", role }), 403, "forbidden")
           assert.strictEqual(error.details.role, role)
         }
-        for (const body of [{ role: "admin" }, { role: "builder" }, { role: "viewer" }, { role: "project_admin", projectId: projectId() }]) {
+        const project = yield* newProject(baseUrl, owner.token, org)
+        for (const body of [{ role: "admin" }, { role: "builder" }, { role: "viewer" }, { role: "project_admin", projectId: project }]) {
           yield* mint(baseUrl, admin.token, org, body)
         }
         // A builder may list keys but create none; a viewer may do neither.
@@ -486,7 +533,7 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const sql = yield* SqlClient.SqlClient
         const owner = yield* newUser(baseUrl)
-        const project = projectId()
+        const project = yield* newProject(baseUrl, owner.token, owner.personal.id)
         const key = yield* mint(baseUrl, owner.token, owner.personal.id, { label: "audited", role: "project_viewer", projectId: project })
         ok(yield* revokeKey(baseUrl, owner.token, owner.personal.id, key.id))
         const material = [key.secret, key.secret.slice(3), key.prefix, sha256(key.secret)]

@@ -11,6 +11,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, ok } from "./support/envelope.ts"
 import { seedBinding, seedMember } from "./support/seed.ts"
@@ -39,6 +40,11 @@ for (const backend of backends) {
       const api = (token: string, orgId: string) => (method: string, path: string, body?: unknown) =>
         Effect.flatMap(TestServer, ({ baseUrl }) =>
           call(baseUrl, method, `/v1/organizations/${orgId}${path}`, body === undefined ? { token } : { token, body }))
+
+      /** A new project in `orgId`, created by `token`: its id. */
+      const newProject = (token: string, orgId: string) =>
+        Effect.map(api(token, orgId)("POST", "/projects", { name: `P ${randomUUID().slice(0, 8)}` }), (res) =>
+          ok(res).project.id as string)
 
       /** What each permission is allowed through, for a caller (or, as the owner, for `subjectId`). */
       const accessOf = (token: string, orgId: string, query = "") =>
@@ -202,7 +208,7 @@ for (const backend of backends) {
           const root = owner.personal.id
           const as = api(owner.token, root)
           const team = ok(yield* as("POST", "/teams", { name: "Grants" })).team
-          const project = projectId()
+          const project = yield* newProject(owner.token, root)
 
           const granted = ok(yield* as("POST", "/team-roles", { teamId: team.id, role: "builder", scopeKind: "organization" }))
           assert.deepStrictEqual(granted, { grant: { teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null } })
@@ -281,6 +287,52 @@ for (const backend of backends) {
           assert.isString(page.cursor)
         }))
 
+      it.effect("a project grant's scopeRef must name a project of this workspace; revoking by tuple does not ask", () =>
+        Effect.gen(function*() {
+          const { baseUrl } = yield* TestServer
+          const owner = yield* newUser
+          const root = owner.personal.id
+          const as = api(owner.token, root)
+          const team = ok(yield* as("POST", "/teams", { name: "Ghosts" })).team
+          const child = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Other" } }))
+            .organization
+          const elsewhere = yield* newProject(owner.token, child.id)
+
+          // Well-formed, but unknown here: never created, or a project of another workspace the caller owns.
+          for (const scopeRef of [projectId(), elsewhere]) {
+            const tuple = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef }
+            const error = failed(yield* as("POST", "/team-roles", tuple), 422, "validation_failed")
+            assert.deepStrictEqual(error.details.fields, { scopeRef: ["names no project in this workspace"] }, scopeRef)
+            // Revoking such a tuple answers as for any grant the team does not hold.
+            failed(yield* as("DELETE", "/team-roles", tuple), 404, "not_found")
+          }
+          // The other field checks come first and answer as before.
+          const wrongRole = failed(
+            yield* as("POST", "/team-roles", { teamId: team.id, role: "admin", scopeKind: "project", scopeRef: projectId() }),
+            422,
+            "validation_failed"
+          )
+          assert.deepStrictEqual(Object.keys(wrongRole.details.fields), ["role"])
+          assert.deepStrictEqual(ok(yield* as("GET", "/team-roles")).grants, [], "no refused grant was stored")
+
+          // An archived project still exists: it may be granted on, and the grant revoked by its tuple.
+          const archived = yield* newProject(owner.token, root)
+          ok(yield* as("DELETE", `/projects/${archived}`))
+          const onArchived = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: archived }
+          assert.deepStrictEqual(ok(yield* as("POST", "/team-roles", onArchived)), { grant: onArchived })
+          assert.deepStrictEqual(ok(yield* as("DELETE", "/team-roles", onArchived)), { deleted: true })
+
+          // A grant on a project unknown here (one stored before grants were checked) is still revoked by its tuple.
+          const sql = yield* SqlClient.SqlClient
+          const ghost = projectId()
+          yield* sql`
+            insert into team_role_grants (id, team_id, role, scope_kind, scope_ref, created_at)
+            values (${randomUUID()}, ${team.id}, 'project_viewer', 'project', ${ghost}, ${new Date()})`.pipe(Effect.orDie)
+          const onGhost = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: ghost }
+          assert.deepStrictEqual(ok(yield* as("DELETE", "/team-roles", onGhost)), { deleted: true })
+          assert.deepStrictEqual(ok(yield* as("GET", "/team-roles")).grants, [])
+        }))
+
       it.effect("a team's grants reach its members (via team in effective access) and stop with the team", () =>
         Effect.gen(function*() {
           const { baseUrl } = yield* TestServer
@@ -301,7 +353,7 @@ for (const backend of backends) {
           ok(yield* as("POST", `/teams/${viewers.id}/members`, { subjectId: projectOnly.user.id }))
           ok(yield* as("POST", "/team-roles", { teamId: builders.id, role: "builder", scopeKind: "organization" }))
           ok(yield* as("POST", "/team-roles", { teamId: builders.id, role: "billing_admin", scopeKind: "account" }))
-          const project = projectId()
+          const project = yield* newProject(owner.token, root)
           ok(yield* as("POST", "/team-roles", { teamId: viewers.id, role: "project_viewer", scopeKind: "project", scopeRef: project }))
 
           // Self: the workspace is visible and the team shows as the provenance.

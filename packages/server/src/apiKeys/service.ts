@@ -21,7 +21,15 @@ import {
   validationFailed,
   wireError
 } from "@cp/domain"
-import { type ApiKeyRow, ApiKeysRepo, RoleBindingsRepo, Transactor, type UserRow, UsersRepo } from "@cp/persistence"
+import {
+  type ApiKeyRow,
+  ApiKeysRepo,
+  ProjectsRepo,
+  RoleBindingsRepo,
+  Transactor,
+  type UserRow,
+  UsersRepo
+} from "@cp/persistence"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SecurityLog } from "../identity/securityLog.ts"
 import { randomHex, sha256Hex } from "../platform/crypto.ts"
@@ -30,6 +38,7 @@ import { newId, newUuid } from "../platform/ids.ts"
 import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
 import { coversRole } from "../platform/rbac.ts"
 import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
+import { requireProjectIn } from "../projects/scope.ts"
 
 /** The secret's first characters kept in clear, the only key material lists show. */
 export const KEY_PREFIX_LENGTH = 12
@@ -96,6 +105,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
       const keys = yield* ApiKeysRepo
       const bindings = yield* RoleBindingsRepo
       const users = yield* UsersRepo
+      const projects = yield* ProjectsRepo
       const tx = yield* Transactor
       const events = yield* EventLog
       const securityLog = yield* SecurityLog
@@ -148,6 +158,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
           const fields = invalidFields(input, now)
           if (Object.keys(fields).length > 0) return yield* validationFailed(fields)
           const projectId = input.projectId ?? null
+          if (projectId !== null) yield* requireProjectIn(projects, workspace.organization.id, projectId, "projectId")
           if (!coversRole(workspace.grants, input.role, projectId)) {
             return yield* wireError(
               Forbidden,

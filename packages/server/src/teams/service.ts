@@ -23,6 +23,7 @@ import {
 } from "@cp/domain"
 import {
   MembersRepo,
+  ProjectsRepo,
   RoleBindingsRepo,
   type TeamGrantRow,
   type TeamGrantTuple,
@@ -38,6 +39,7 @@ import { mint, newUuid } from "../platform/ids.ts"
 import { type CursorBinding, Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
 import { coversRole } from "../platform/rbac.ts"
 import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
+import { requireProjectIn } from "../projects/scope.ts"
 import type { PageRequest } from "../workspaces/service.ts"
 import { nextFreeSlug, slugify } from "../workspaces/slugs.ts"
 
@@ -177,6 +179,7 @@ export class TeamsService extends Context.Service<TeamsService, {
       const teams = yield* TeamsRepo
       const members = yield* MembersRepo
       const bindings = yield* RoleBindingsRepo
+      const projects = yield* ProjectsRepo
       const tx = yield* Transactor
       const events = yield* EventLog
       const cursors = yield* Cursors
@@ -423,6 +426,8 @@ export class TeamsService extends Context.Service<TeamsService, {
 
         grant: Effect.fn("Teams.grant")(function*(actor, workspace, input) {
           const tuple = yield* checkTuple(input, workspace)
+          // Only a grant checks that its project exists: revoking by tuple keeps working whatever became of it.
+          if (tuple.scopeRef !== null) yield* requireProjectIn(projects, workspace.organization.id, tuple.scopeRef, "scopeRef")
           const at = yield* now
           return yield* tx.withTransaction(Effect.gen(function*() {
             const team = yield* lockTeam(workspace, tuple.teamId)

@@ -1,8 +1,8 @@
 /**
  * The API keys service and API-key bearer resolution on memory repositories under `TestClock` (time starts at 0
  * and moves only when a test moves it): the instant a key expires, the minute granularity of `lastUsedAt`, the
- * "in the future" boundary of `expiresAt`, and the role-ceiling rule. The layer graph is the server's own
- * (`app.ts`) minus HTTP.
+ * "in the future" boundary of `expiresAt`, the project a project key names, and the role-ceiling rule. The layer
+ * graph is the server's own (`app.ts`) minus HTTP.
  */
 import {
   type Actor,
@@ -36,6 +36,7 @@ import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { RepositoriesMemory } from "../../src/repositories.ts"
 import { WorkspaceResolverLive } from "../../src/workspaces/resolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { seedProject } from "../support/services.ts"
 
 const HOUR = 3_600_000
 
@@ -139,6 +140,24 @@ describe("API key lifetime", () => {
       assert.instanceOf(yield* Effect.flip(service.revoke(keyActor, workspace, apiKey.id)), Forbidden)
       yield* service.revoke(actor, workspace, apiKey.id)
       assert.isTrue(Option.isNone(yield* resolve(apiKey.secret)))
+    }).pipe(Effect.provide(TestLayer)))
+})
+
+describe("project keys", () => {
+  it.effect("a project role's projectId must name a project of the workspace; an archived one counts", () =>
+    Effect.gen(function*() {
+      const { actor, workspace } = yield* owner
+      const service = yield* ApiKeysService
+      const other = yield* owner
+      for (const projectId of [ProjectId.make(newId("prj_", 0)), yield* seedProject(other.workspace.organization.id)]) {
+        const error = yield* Effect.flip(service.create(actor, workspace, { label: "ghost", role: "project_viewer", projectId }))
+        assert.instanceOf(error, ValidationFailed)
+        assert.deepStrictEqual(error.error.details, { fields: { projectId: ["names no project in this workspace"] } })
+      }
+      assert.deepStrictEqual((yield* service.list(workspace, {})).data.apiKeys, [])
+      const archived = yield* seedProject(workspace.organization.id, "archived")
+      const { apiKey } = yield* service.create(actor, workspace, { label: "old", role: "project_viewer", projectId: archived })
+      assert.strictEqual(apiKey.servicePrincipal.projectId, archived)
     }).pipe(Effect.provide(TestLayer)))
 })
 

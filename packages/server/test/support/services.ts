@@ -1,6 +1,7 @@
 /** What an area's service needs in a memory-backed test, built once here instead of in every suite. */
-import type { Actor } from "@cp/domain"
-import { Layer } from "effect"
+import type { Actor, OrgId } from "@cp/domain"
+import { ProjectsRepo } from "@cp/persistence"
+import { Effect, Layer } from "effect"
 import { AppConfig, parseConfig } from "../../src/platform/config.ts"
 import { EventLog } from "../../src/platform/events.ts"
 import { mint } from "../../src/platform/ids.ts"
@@ -25,3 +26,21 @@ export const userActor = (): Actor & { readonly kind: "user" } => ({
   userId: mint.user(0),
   sessionId: mint.session(0)
 })
+
+/** A project of the workspace, written straight to the repository (what a create writes): its id. */
+export const seedProject = (orgId: OrgId, status: "active" | "archived" = "active") =>
+  Effect.gen(function*() {
+    const id = mint.project(0)
+    const at = new Date(0)
+    yield* (yield* ProjectsRepo).insert({
+      id,
+      orgId,
+      name: `Project ${id.slice(-6)}`,
+      slug: id.slice(-12).toLowerCase(),
+      status,
+      createdAt: at,
+      updatedAt: at,
+      archivedAt: status === "archived" ? at : null
+    }).pipe(Effect.orDie)
+    return id
+  })

@@ -22,7 +22,7 @@ import { decide, effectiveAccess } from "../../src/platform/rbac.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { TeamsService } from "../../src/teams/service.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
-import { areaServicesLayer, userActor } from "../support/services.ts"
+import { areaServicesLayer, seedProject, userActor } from "../support/services.ts"
 
 const TestLayer = TeamsService.layer.pipe(Layer.provideMerge(areaServicesLayer))
 
@@ -188,7 +188,7 @@ describe("TeamsService", () => {
       const team = (yield* teams.create(owner, root, { name: "Finance" })).team
       yield* teams.addMember(owner, root, team.id, { subjectId: member.userId })
       yield* teams.grant(owner, root, { teamId: team.id, role: "billing_admin", scopeKind: "account" })
-      const project = ProjectId.make(newId("prj_", 0))
+      const project = yield* seedProject(rootId)
       yield* teams.grant(owner, root, { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: project })
 
       const onRoot = yield* decisionFor(rootId, member, "billing.manage")
@@ -219,7 +219,7 @@ describe("TeamsService", () => {
       )
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("grant tuples: scopeRef exactly for projects, project roles only on projects, account only on a root", () =>
+  it.effect("grant tuples: scopeRef exactly for projects and of this workspace, project roles only on projects, account only on a root", () =>
     Effect.gen(function*() {
       const teams = yield* TeamsService
       const workspaces = yield* WorkspacesService
@@ -227,7 +227,7 @@ describe("TeamsService", () => {
       const childId = (yield* workspaces.create(actor, { name: "Child" })).organization.id
       const [root, child] = [yield* resolve(orgId, actor), yield* resolve(childId, actor)]
       const team = (yield* teams.create(actor, child, { name: "T" })).team
-      const project = ProjectId.make(newId("prj_", 0))
+      const project = yield* seedProject(childId)
       const fieldsOf = (workspace: typeof root, tuple: Parameters<TeamsService["Service"]["grant"]>[2]) =>
         Effect.map(flipCode(teams.grant(actor, workspace, tuple)), (error) => {
           assert.strictEqual(error.code, "validation_failed")
@@ -251,6 +251,13 @@ describe("TeamsService", () => {
       assert.deepStrictEqual(yield* fieldsOf(child, { teamId: team.id, role: "viewer", scopeKind: "account" }), {
         scopeKind: ["'account' is valid only on an account root"]
       })
+      // A well-formed scopeRef must name a project of this workspace to be granted on (never one of another workspace);
+      // revoking by tuple does not ask, so a tuple the team does not hold is the usual 404.
+      for (const scopeRef of [ProjectId.make(newId("prj_", 0)), yield* seedProject(orgId)]) {
+        const tuple = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef } as const
+        assert.deepStrictEqual(yield* fieldsOf(child, tuple), { scopeRef: ["names no project in this workspace"] })
+        assert.strictEqual((yield* flipCode(teams.revoke(actor, child, tuple))).code, "not_found")
+      }
       // A team of another workspace is not found, even by an owner.
       const rootTeam = (yield* teams.create(actor, root, { name: "R" })).team
       const notHere = yield* flipCode(teams.grant(actor, child, { teamId: rootTeam.id, role: "viewer", scopeKind: "organization" }))
@@ -277,6 +284,11 @@ describe("TeamsService", () => {
         "team.role.revoked",
         "team.role.revoked"
       ])
+      // An archived project still exists: it may be granted on.
+      const archived = yield* seedProject(childId, "archived")
+      const onArchived = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: archived } as const
+      assert.deepStrictEqual(yield* teams.grant(actor, child, onArchived), { grant: onArchived })
+      yield* teams.revoke(actor, child, onArchived)
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("nobody hands out through a team more than it holds: an admin cannot make owners or billing admins", () =>
@@ -306,7 +318,7 @@ describe("TeamsService", () => {
         teamId: team.id,
         role: "project_admin",
         scopeKind: "project",
-        scopeRef: ProjectId.make(newId("prj_", 0))
+        scopeRef: yield* seedProject(orgId)
       })
 
       yield* teams.grant(owner, asOwner, ownerTuple)
