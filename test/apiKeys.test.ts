@@ -21,7 +21,7 @@ import { type Backend, databaseLayer } from "../packages/persistence/test/harnes
 import { failed, ok } from "./support/envelope.ts"
 import { seedBinding } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
-import { signInWithPersonal } from "./support/session.ts"
+import { createProject, signInWithPersonal } from "./support/session.ts"
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
 
@@ -55,13 +55,6 @@ for (const backend of backends) {
       call(baseUrl, "GET", `/v1/organizations/${orgRef}/api-keys${query}`, { token })
     const revokeKey = (baseUrl: string, token: string, orgRef: string, id: string) =>
       call(baseUrl, "DELETE", `/v1/organizations/${orgRef}/api-keys/${id}`, { token })
-
-    /** A new project in `orgRef`, created by `token`: its id. */
-    const newProject = (baseUrl: string, token: string, orgRef: string) =>
-      Effect.map(
-        call(baseUrl, "POST", `/v1/organizations/${orgRef}/projects`, { token, body: { name: `P ${randomUUID().slice(0, 8)}` } }),
-        (res) => ok(res).project.id as string
-      )
 
     /** A key created by `token` on `orgRef`: the create answer's `apiKey`. */
     const mint = (baseUrl: string, token: string, orgRef: string, body: Record<string, unknown>) =>
@@ -190,7 +183,7 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const owner = yield* newUser(baseUrl)
         const org = owner.personal.id
-        const [projectA, projectB] = [yield* newProject(baseUrl, owner.token, org), yield* newProject(baseUrl, owner.token, org)]
+        const [projectA, projectB] = [yield* createProject(baseUrl, owner.token, org), yield* createProject(baseUrl, owner.token, org)]
         const created: Array<any> = []
         for (const body of [
           { role: "viewer" },
@@ -342,7 +335,7 @@ for (const backend of backends) {
         const sql = yield* SqlClient.SqlClient
         const owner = yield* newUser(baseUrl)
         const org = owner.personal.id
-        const project = yield* newProject(baseUrl, owner.token, org)
+        const project = yield* createProject(baseUrl, owner.token, org)
         const key = yield* mint(baseUrl, owner.token, org, { role: "project_admin", projectId: project })
         assert.deepStrictEqual(
           [key.servicePrincipal.role, key.servicePrincipal.projectId],
@@ -464,7 +457,7 @@ for (const backend of backends) {
         const org = owner.personal.id
         const second = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Second" } }))
           .organization
-        const elsewhere = yield* newProject(baseUrl, owner.token, second.id)
+        const elsewhere = yield* createProject(baseUrl, owner.token, second.id)
         const before = ok(yield* listKeys(baseUrl, owner.token, org)).apiKeys
 
         // Well-formed, but unknown here: never created, or a project of another workspace the caller owns.
@@ -487,7 +480,7 @@ for (const backend of backends) {
         assert.deepStrictEqual(ok(yield* listKeys(baseUrl, owner.token, org)).apiKeys, before, "no refused create left a key")
 
         // An archived project still exists: a key may be minted on it.
-        const archived = yield* newProject(baseUrl, owner.token, org)
+        const archived = yield* createProject(baseUrl, owner.token, org)
         ok(yield* call(baseUrl, "DELETE", `/v1/organizations/${org}/projects/${archived}`, { token: owner.token }))
         const key = yield* mint(baseUrl, owner.token, org, { role: "project_viewer", projectId: archived })
         assert.strictEqual(key.servicePrincipal.projectId, archived)
@@ -515,7 +508,7 @@ for (const backend of backends) {
           const error = failed(yield* createKey(baseUrl, admin.token, org, { label: "up", role }), 403, "forbidden")
           assert.strictEqual(error.details.role, role)
         }
-        const project = yield* newProject(baseUrl, owner.token, org)
+        const project = yield* createProject(baseUrl, owner.token, org)
         for (const body of [{ role: "admin" }, { role: "builder" }, { role: "viewer" }, { role: "project_admin", projectId: project }]) {
           yield* mint(baseUrl, admin.token, org, body)
         }
@@ -533,7 +526,7 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const sql = yield* SqlClient.SqlClient
         const owner = yield* newUser(baseUrl)
-        const project = yield* newProject(baseUrl, owner.token, owner.personal.id)
+        const project = yield* createProject(baseUrl, owner.token, owner.personal.id)
         const key = yield* mint(baseUrl, owner.token, owner.personal.id, { label: "audited", role: "project_viewer", projectId: project })
         ok(yield* revokeKey(baseUrl, owner.token, owner.personal.id, key.id))
         const material = [key.secret, key.secret.slice(3), key.prefix, sha256(key.secret)]

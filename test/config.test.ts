@@ -15,7 +15,7 @@ import { type Backend, databaseLayer } from "../packages/persistence/test/harnes
 import { failed, ok } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
-import { freshEmail, signIn } from "./support/session.ts"
+import { createProject, freshEmail, signIn } from "./support/session.ts"
 import { cpctlAs as cpctl } from "./support/cli.ts"
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
@@ -59,11 +59,11 @@ for (const backend of backends) {
           .organization as { id: string }
         const scopesOf = Effect.fnUntraced(function*(orgId: string) {
           const ws = `/v1/organizations/${orgId}`
-          const project = ok(yield* as("POST", `${ws}/projects`, { name: `P ${randomUUID().slice(0, 8)}` })).project
-          const prj = `${ws}/projects/${project.id}`
+          const projectId = yield* createProject(baseUrl, token, orgId)
+          const prj = `${ws}/projects/${projectId}`
           const environment = ok(yield* as("POST", `${prj}/environments`, { name: `E ${randomUUID().slice(0, 8)}` }))
             .environment
-          return { orgId, projectId: project.id as string, environmentId: environment.id as string, ws, prj, env: `${prj}/environments/${environment.id}` }
+          return { orgId, projectId, environmentId: environment.id as string, ws, prj, env: `${prj}/environments/${environment.id}` }
         })
         return { baseUrl, session, token, as, root, rootScopes: yield* scopesOf(root.id), child: yield* scopesOf(child.id) }
       })

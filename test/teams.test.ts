@@ -16,7 +16,7 @@ import { type Backend, databaseLayer } from "../packages/persistence/test/harnes
 import { failed, ok } from "./support/envelope.ts"
 import { seedBinding, seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
-import { signInWithPersonal } from "./support/session.ts"
+import { createProject, signInWithPersonal } from "./support/session.ts"
 import { cpctlAs as cpctl } from "./support/cli.ts"
 
 const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
@@ -40,11 +40,6 @@ for (const backend of backends) {
       const api = (token: string, orgId: string) => (method: string, path: string, body?: unknown) =>
         Effect.flatMap(TestServer, ({ baseUrl }) =>
           call(baseUrl, method, `/v1/organizations/${orgId}${path}`, body === undefined ? { token } : { token, body }))
-
-      /** A new project in `orgId`, created by `token`: its id. */
-      const newProject = (token: string, orgId: string) =>
-        Effect.map(api(token, orgId)("POST", "/projects", { name: `P ${randomUUID().slice(0, 8)}` }), (res) =>
-          ok(res).project.id as string)
 
       /** What each permission is allowed through, for a caller (or, as the owner, for `subjectId`). */
       const accessOf = (token: string, orgId: string, query = "") =>
@@ -208,7 +203,7 @@ for (const backend of backends) {
           const root = owner.personal.id
           const as = api(owner.token, root)
           const team = ok(yield* as("POST", "/teams", { name: "Grants" })).team
-          const project = yield* newProject(owner.token, root)
+          const project = yield* createProject(baseUrl, owner.token, root)
 
           const granted = ok(yield* as("POST", "/team-roles", { teamId: team.id, role: "builder", scopeKind: "organization" }))
           assert.deepStrictEqual(granted, { grant: { teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null } })
@@ -296,7 +291,7 @@ for (const backend of backends) {
           const team = ok(yield* as("POST", "/teams", { name: "Ghosts" })).team
           const child = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Other" } }))
             .organization
-          const elsewhere = yield* newProject(owner.token, child.id)
+          const elsewhere = yield* createProject(baseUrl, owner.token, child.id)
 
           // Well-formed, but unknown here: never created, or a project of another workspace the caller owns.
           for (const scopeRef of [projectId(), elsewhere]) {
@@ -316,7 +311,7 @@ for (const backend of backends) {
           assert.deepStrictEqual(ok(yield* as("GET", "/team-roles")).grants, [], "no refused grant was stored")
 
           // An archived project still exists: it may be granted on, and the grant revoked by its tuple.
-          const archived = yield* newProject(owner.token, root)
+          const archived = yield* createProject(baseUrl, owner.token, root)
           ok(yield* as("DELETE", `/projects/${archived}`))
           const onArchived = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: archived }
           assert.deepStrictEqual(ok(yield* as("POST", "/team-roles", onArchived)), { grant: onArchived })
@@ -353,7 +348,7 @@ for (const backend of backends) {
           ok(yield* as("POST", `/teams/${viewers.id}/members`, { subjectId: projectOnly.user.id }))
           ok(yield* as("POST", "/team-roles", { teamId: builders.id, role: "builder", scopeKind: "organization" }))
           ok(yield* as("POST", "/team-roles", { teamId: builders.id, role: "billing_admin", scopeKind: "account" }))
-          const project = yield* newProject(owner.token, root)
+          const project = yield* createProject(baseUrl, owner.token, root)
           ok(yield* as("POST", "/team-roles", { teamId: viewers.id, role: "project_viewer", scopeKind: "project", scopeRef: project }))
 
           // Self: the workspace is visible and the team shows as the provenance.

@@ -57,3 +57,10 @@ export const signInWithPersonal = (baseUrl: string, prefix = "user") =>
     const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }))
     return { ...session, email, personal: list.organizations[0] }
   })
+
+/** A new project with a random name in the workspace `orgRef`, created over HTTP by `token`: its id. */
+export const createProject = (baseUrl: string, token: string, orgRef: string) =>
+  Effect.map(
+    call(baseUrl, "POST", `/v1/organizations/${orgRef}/projects`, { token, body: { name: `P ${randomUUID().slice(0, 8)}` } }),
+    (res) => ok(res).project.id as string
+  )
