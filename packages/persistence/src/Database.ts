@@ -91,6 +91,7 @@ export const layerEmbedded = (options: EmbeddedOptions): Layer.Layer<Database, S
       database: "postgres",
       maxConnections: 1,
       minConnections: 1,
+      multiplex: true,
       ...naming
     })
   }))
