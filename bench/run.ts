@@ -11,8 +11,9 @@
  * first. Per run it reads the server process's CPU time and peak RSS from /proc.
  *
  * Environment:
- * - `BENCH_SECONDS` measured seconds per run (default 10), after an unmeasured 2 s warm-up.
- * - `BENCH_ROUNDS` measured runs per server and route (default 3); the tables show their medians.
+ * - `BENCH_SECONDS` measured seconds per run (default 10), after an unmeasured 2 s warm-up (7 s before a server's
+ *   first round, so the JIT has settled).
+ * - `BENCH_ROUNDS` measured runs per server and route (default 5); the tables show their medians.
  * - `BENCH_DATABASE_URL` or else `DATABASE_URL`: the PostgreSQL admin connection on which a scratch database
  *   `cp_bench_<random>` is created and finally dropped (default postgres://postgres@127.0.0.1:5432/test).
  * - `BENCH_MODES`: `pglite`, `postgres` or both, comma-separated (default both).
@@ -42,8 +43,10 @@ const positive = (name: string, fallback: number): number => {
 }
 
 const SECONDS = positive("BENCH_SECONDS", 10)
-const ROUNDS = Math.round(positive("BENCH_ROUNDS", 3))
+const ROUNDS = Math.round(positive("BENCH_ROUNDS", 5))
 const WARMUP_SECONDS = 2
+/** Once per server before its first round, every route: the JIT settles, so the rounds measure the steady state. */
+const SERVER_WARMUP_SECONDS = 5
 const CONNECTIONS = 10
 const ADMIN_URL = process.env["BENCH_DATABASE_URL"] || process.env["DATABASE_URL"] ||
   "postgres://postgres@127.0.0.1:5432/test"
@@ -413,8 +416,9 @@ const loadServer = async (
 ) => {
   for (const route of ROUTES) {
     const tag = `${RUN_ID}-${mode}-${server}-${round}-${ROUTES.indexOf(route)}`
-    process.stderr.write(`  round ${round}, ${server}: ${route.name} (${WARMUP_SECONDS} s warm-up + ${SECONDS} s)\n`)
-    await cannon({ ...route.options(base, credentials, `${tag}-w`), connections: CONNECTIONS, duration: WARMUP_SECONDS })
+    const warmup = round === 1 ? SERVER_WARMUP_SECONDS + WARMUP_SECONDS : WARMUP_SECONDS
+    process.stderr.write(`  round ${round}, ${server}: ${route.name} (${warmup} s warm-up + ${SECONDS} s)\n`)
+    await cannon({ ...route.options(base, credentials, `${tag}-w`), connections: CONNECTIONS, duration: warmup })
     if (interrupted) return
 
     const hwmReset = await resetPeakRss(child.pid)
@@ -631,7 +635,7 @@ const report = () => {
   console.log(
     `\ncontrol-plane bench: node ${process.version} (server flags: ${SERVER_NODE_FLAGS.join(" ") || "none"}), ` +
       `${cpus().length} CPUs, ${CONNECTIONS} connections, ${ROUNDS} round(s) of ${SECONDS} s measured after ` +
-      `${WARMUP_SECONDS} s warm-up, CLK_TCK ${CLK_TCK}, 1-min load average ${LOAD_AT_START.toFixed(2)} at start\n`
+      `${WARMUP_SECONDS} s warm-up (${SERVER_WARMUP_SECONDS + WARMUP_SECONDS} s before a server's first), CLK_TCK ${CLK_TCK}, 1-min load average ${LOAD_AT_START.toFixed(2)} at start\n`
   )
   const groups = measurements.filter((m) => m.round === 1).map((first) => ({
     mode: first.mode,
