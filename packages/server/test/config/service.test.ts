@@ -3,59 +3,27 @@
  * types, the `overridable` rule, the resolution walk with the account guardrail and the built-in defaults, masking
  * by the caller's write permission, and events that carry no values. The layer graph is the server's own minus HTTP.
  */
-import { type Actor, EnvironmentId, type OrgId, ProjectId, type Role } from "@cp/domain"
-import { EnvironmentsRepo, EventLogRepo, MembersRepo, ProjectsRepo, RoleBindingsRepo } from "@cp/persistence"
+import { type Actor, EnvironmentId, type OrgId } from "@cp/domain"
+import { EnvironmentsRepo, EventLogRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { BUILTIN_SETTING_DEFAULTS, type ConfigTarget, ConfigService, matchesType } from "../../src/config/service.ts"
 import { newId } from "../../src/platform/ids.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
-import { areaServicesLayer, userActor } from "../support/services.ts"
+import { areaServicesLayer, seedMembership, seedProject, userActor } from "../support/services.ts"
 
 const TestLayer = ConfigService.layer.pipe(Layer.provideMerge(areaServicesLayer))
 
 const resolveWorkspace = (ref: string, actor: Actor) =>
   Effect.flatMap(WorkspaceResolver, (resolver) => resolver.resolve(ref, actor)).pipe(Effect.map(Option.getOrThrow))
 
-const join = (orgId: OrgId, actor: Actor & { readonly kind: "user" }, role: Role) =>
-  Effect.gen(function*() {
-    yield* (yield* MembersRepo).insert({
-      id: newId("mem_", 0) as never,
-      orgId,
-      subjectType: "user",
-      subjectId: actor.userId,
-      status: "active",
-      joinedAt: new Date(0)
-    })
-    yield* (yield* RoleBindingsRepo).insert({
-      id: crypto.randomUUID(),
-      orgId,
-      subjectType: "user",
-      subjectId: actor.userId,
-      role,
-      scopeKind: "organization",
-      scopeRef: null,
-      createdAt: new Date(0)
-    } as never)
-  }).pipe(Effect.orDie)
-
 /** A project and an environment of `orgId`, written straight into the repositories. */
 const projectIn = (orgId: OrgId) =>
   Effect.gen(function*() {
     const now = new Date()
-    const projectId = ProjectId.make(newId("prj_", now.getTime()))
+    const projectId = yield* seedProject(orgId)
     const environmentId = EnvironmentId.make(newId("env_", now.getTime()))
-    yield* (yield* ProjectsRepo).insert({
-      id: projectId,
-      orgId,
-      name: "P",
-      slug: `p-${projectId.slice(-8).toLowerCase()}`,
-      status: "active",
-      createdAt: now,
-      updatedAt: now,
-      archivedAt: null
-    })
     yield* (yield* EnvironmentsRepo).insert({
       id: environmentId,
       orgId,
@@ -151,9 +119,9 @@ describe("ConfigService", () => {
       const config = yield* ConfigService
       const { owner, child, childT } = yield* setup
       const viewer = userActor()
-      yield* join(child.id, viewer, "viewer")
+      yield* seedMembership(child.id, viewer, "viewer")
       const builder = userActor()
-      yield* join(child.id, builder, "builder")
+      yield* seedMembership(child.id, builder, "builder")
       yield* config.createSetting(owner, childT.prj, { key: "m", value: "s3cret", visibility: "masked" })
       const seenBy = Effect.fnUntraced(function*(actor: Actor) {
         const workspace = yield* resolveWorkspace(child.id, actor)

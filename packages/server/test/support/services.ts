@@ -1,6 +1,6 @@
 /** What an area's service needs in a memory-backed test, built once here instead of in every suite. */
-import type { Actor, OrgId } from "@cp/domain"
-import { ProjectsRepo } from "@cp/persistence"
+import type { Actor, OrgId, Role } from "@cp/domain"
+import { MembersRepo, ProjectsRepo, RoleBindingsRepo } from "@cp/persistence"
 import { Effect, Layer } from "effect"
 import { AppConfig, parseConfig } from "../../src/platform/config.ts"
 import { EventLog } from "../../src/platform/events.ts"
@@ -44,3 +44,20 @@ export const seedProject = (orgId: OrgId, status: "active" | "archived" = "activ
     }).pipe(Effect.orDie)
     return id
   })
+
+/** What an accepted invitation writes: an active membership and, unless `role` is undefined, a workspace-wide binding. */
+export const seedMembership = (orgId: OrgId, actor: Actor & { readonly kind: "user" }, role: Role | undefined) =>
+  Effect.gen(function*() {
+    const at = new Date(0)
+    const subject = { orgId, subjectType: "user" as const, subjectId: actor.userId }
+    yield* (yield* MembersRepo).insert({ id: mint.member(0), ...subject, status: "active", joinedAt: at })
+    if (role === undefined) return
+    yield* (yield* RoleBindingsRepo).insert({
+      id: crypto.randomUUID(),
+      ...subject,
+      role,
+      scopeKind: "organization",
+      scopeRef: null,
+      createdAt: at
+    })
+  }).pipe(Effect.orDie)

@@ -7,13 +7,11 @@
 import {
   type Actor,
   type ErrorDetails,
-  type OrgId,
   type PermissionDecision,
   ProjectId,
-  type Role,
   type TeamId,
 } from "@cp/domain"
-import { EventLogRepo, MembersRepo, RoleBindingsRepo } from "@cp/persistence"
+import { EventLogRepo, RoleBindingsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
@@ -22,7 +20,7 @@ import { decide, effectiveAccess } from "../../src/platform/rbac.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { TeamsService } from "../../src/teams/service.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
-import { areaServicesLayer, seedProject, userActor } from "../support/services.ts"
+import { areaServicesLayer, seedMembership, seedProject, userActor } from "../support/services.ts"
 
 const TestLayer = TeamsService.layer.pipe(Layer.provideMerge(areaServicesLayer))
 
@@ -46,31 +44,6 @@ const newOwner = Effect.gen(function*() {
   const { organization } = yield* (yield* WorkspacesService).create(actor, { name: `Root ${actor.userId.slice(-6)}` })
   return { actor, orgId: organization.id }
 })
-
-/** What an accepted invitation writes: an active membership and a workspace-scoped role binding. */
-const join = (orgId: OrgId, actor: Actor & { readonly kind: "user" }, role: Role | undefined) =>
-  Effect.gen(function*() {
-    yield* (yield* MembersRepo).insert({
-      id: newId("mem_", 0) as never,
-      orgId,
-      subjectType: "user",
-      subjectId: actor.userId,
-      status: "active",
-      joinedAt: new Date(0)
-    })
-    if (role !== undefined) {
-      yield* (yield* RoleBindingsRepo).insert({
-        id: crypto.randomUUID(),
-        orgId,
-        subjectType: "user",
-        subjectId: actor.userId,
-        role,
-        scopeKind: "organization",
-        scopeRef: null,
-        createdAt: new Date(0)
-      })
-    }
-  }).pipe(Effect.orDie)
 
 const flipCode = <A, E extends { readonly error: { readonly code: string; readonly details: ErrorDetails } }, R>(
   self: Effect.Effect<A, E, R>
@@ -152,8 +125,8 @@ describe("TeamsService", () => {
       const { actor: owner, orgId } = yield* newOwner
       const workspace = yield* resolve(orgId, owner)
       const [alice, bob] = [userActor(), userActor()]
-      yield* join(orgId, alice, "viewer")
-      yield* join(orgId, bob, undefined) // a member with no role of its own: the team is all it has
+      yield* seedMembership(orgId, alice, "viewer")
+      yield* seedMembership(orgId, bob, undefined) // a member with no role of its own: the team is all it has
       assert.isFalse((yield* decisionFor(orgId, bob, "organization.read")).visible)
 
       const team = (yield* teams.create(owner, workspace, { name: "Builders" })).team
@@ -184,7 +157,7 @@ describe("TeamsService", () => {
       const child = (yield* workspaces.create(owner, { name: "Child" })).organization
       const root = yield* resolve(rootId, owner)
       const member = userActor()
-      yield* join(rootId, member, undefined)
+      yield* seedMembership(rootId, member, undefined)
       const team = (yield* teams.create(owner, root, { name: "Finance" })).team
       yield* teams.addMember(owner, root, team.id, { subjectId: member.userId })
       yield* teams.grant(owner, root, { teamId: team.id, role: "billing_admin", scopeKind: "account" })
@@ -297,8 +270,8 @@ describe("TeamsService", () => {
       const { actor: owner, orgId } = yield* newOwner
       const admin = userActor()
       const member = userActor()
-      yield* join(orgId, admin, "admin")
-      yield* join(orgId, member, "viewer")
+      yield* seedMembership(orgId, admin, "admin")
+      yield* seedMembership(orgId, member, "viewer")
       const [asOwner, asAdmin] = [yield* resolve(orgId, owner), yield* resolve(orgId, admin)]
       const team = (yield* teams.create(admin, asAdmin, { name: "Admins" })).team
       yield* teams.addMember(admin, asAdmin, team.id, { subjectId: admin.userId })
@@ -325,7 +298,7 @@ describe("TeamsService", () => {
       assert.strictEqual((yield* decisionFor(orgId, admin, "billing.manage")).via?.kind, "team")
       // The team now makes owners: another admin may not change who is in it, nor delete it, nor revoke the grant.
       const plainAdmin = userActor()
-      yield* join(orgId, plainAdmin, "admin")
+      yield* seedMembership(orgId, plainAdmin, "admin")
       const asPlainAdmin = yield* resolve(orgId, plainAdmin)
       for (
         const attempt of [
@@ -354,7 +327,7 @@ describe("TeamsService", () => {
         teams.addMember(owner, workspace, team.id, subjectType === undefined ? { subjectId } : { subjectId, subjectType })
 
       const member = userActor()
-      yield* join(orgId, member, undefined)
+      yield* seedMembership(orgId, member, undefined)
       yield* TestClock.adjust(5)
       const added = yield* add(member.userId)
       assert.deepStrictEqual(added, {
