@@ -15,7 +15,6 @@ import { type ConfigPageWindow, type ConfigScope, FeatureFlagRow, SettingRow } f
 export const settingsKeyConstraint = "settings_scope_key"
 export const featureFlagsKeyConstraint = "feature_flags_scope_key"
 
-
 const scopeKeyOf = (row: ConfigScope & { readonly key: string }) =>
   `${row.orgId} ${row.projectId ?? ""} ${row.environmentId ?? ""} ${row.key}`
 

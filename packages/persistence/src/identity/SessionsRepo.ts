@@ -27,6 +27,7 @@ export type SessionRow = typeof SessionRow.Type
 const uniques: ReadonlyArray<UniqueKey<SessionRow>> = [primaryKey("sessions_pkey")]
 
 const Revoke = Schema.Struct({ id: SessionId, now: Schema.Date })
+const RevokedId = Schema.Struct({ id: SessionId })
 const OnWorkspace = Schema.Struct({ id: SessionId, ref: Schema.String })
 const SessionOnWorkspaceRow = Schema.Struct({ ...SessionRow.fields, workspace: Schema.NullOr(ResolvedWorkspaceJson) })
 
@@ -35,7 +36,6 @@ export interface SessionOnWorkspace {
   readonly session: SessionRow
   readonly workspace: Option.Option<ResolvedWorkspace>
 }
-const RevokedId = Schema.Struct({ id: SessionId })
 
 /** Session records, read on every session-authenticated request (by primary key) and revoked at logout. */
 export class SessionsRepo extends Context.Service<SessionsRepo, {

@@ -113,7 +113,10 @@ export const resolvedWorkspaceJson = (
     where o.id = ${ref} or o.public_id = ${ref} or o.slug = ${ref}
     limit 1)`
 
-/** Workspaces; `resolveForSubject` is the one-round-trip read behind every workspace-scoped request. */
+/**
+ * Workspaces; `resolveForSubject` is the one read behind a workspace-scoped request (`SessionsRepo.findWithWorkspace`
+ * folds it into the session read for session tokens).
+ */
 export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
   /** `UniqueViolation` on `organizations_slug_key` when the slug is taken (the caller then tries the next suffix). */
   readonly insert: (organization: OrganizationRow) => Effect.Effect<void, UniqueViolation>
