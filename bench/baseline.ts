@@ -21,6 +21,8 @@ import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import pg from "pg"
+// An import-free module: the statement text the real server sends, none of its code.
+import { sessionOnWorkspaceSql } from "../packages/persistence/src/workspaces/resolution.ts"
 
 const HOST = process.env["HOST"] ?? "127.0.0.1"
 const PORT = Number(process.env["PORT"] ?? "8090")
@@ -29,52 +31,7 @@ const DATA_DIR = process.env["DATA_DIR"] ?? ""
 
 // ---------------------------------------------------------------------------------------------------------------
 // Statements: the text the real server sends (see the repositories named beside each), as named prepared statements
-// because the real server's client prepares every statement too.
-
-/**
- * `SessionsRepo.findWithWorkspace`, verbatim: the session and, in the same statement, the workspace the path names with
- * the user's own bindings and its teams' grants (the `resolvedWorkspaceJson` expression of `OrganizationsRepo`).
- */
-const SESSION_ON_WORKSPACE = `
-            select s.*, (
-    select jsonb_build_object(
-      'id', o.id, 'publicId', o.public_id, 'name', o.name, 'slug', o.slug, 'kind', o.kind, 'accountId', o.account_id,
-      'isAccountRoot', o.is_account_root, 'createdAt', o.created_at, 'updatedAt', o.updated_at,
-      'bindings', coalesce((
-        select jsonb_agg(held.binding order by held.created_at, held.id)
-        from (
-          select jsonb_build_object(
-            'id', b.id, 'orgId', b.org_id, 'subjectType', b.subject_type, 'subjectId', b.subject_id,
-            'role', b.role, 'scopeKind', b.scope_kind, 'scopeRef', b.scope_ref, 'createdAt', b.created_at
-          ) as binding, b.created_at, b.id
-          from role_bindings b
-          where b.subject_type = 'user' and b.subject_id = s.user_id and b.org_id in (o.id, root.id)
-          union all
-          select jsonb_build_object(
-            'id', g.id, 'orgId', t.org_id, 'subjectType', tm.subject_type, 'subjectId', tm.subject_id,
-            'role', g.role, 'scopeKind', g.scope_kind, 'scopeRef', g.scope_ref, 'createdAt', g.created_at,
-            'teamId', t.id
-          ), g.created_at, g.id
-          from team_members tm
-          join teams t on t.id = tm.team_id
-          join team_role_grants g on g.team_id = tm.team_id
-          where tm.subject_type = 'user' and tm.subject_id = s.user_id and tm.status = 'active'
-            and t.org_id in (o.id, root.id)
-            and (
-              exists (
-                select 1 from members m
-                where m.org_id = t.org_id and m.subject_type = tm.subject_type and m.subject_id = tm.subject_id
-                  and m.status = 'active')
-              or exists (
-                select 1 from role_bindings rb
-                where rb.org_id = t.org_id and rb.subject_type = tm.subject_type and rb.subject_id = tm.subject_id))
-        ) held
-      ), '[]'::jsonb))
-    from organizations o
-    join organizations root on root.public_id = o.account_id
-    where o.id = $1 or o.public_id = $2 or o.slug = $3
-    limit 1) as workspace
-            from sessions s where s.id = $4`
+// because the real server's client prepares every statement too. The workspace read is `sessionOnWorkspaceSql` itself.
 
 /** `UsersRepo.findByEmail` and `OrganizationsRepo.findBySlug` (the auth limit's workspace bucket). */
 const USER_BY_EMAIL = "select * from users where email = $1"
@@ -212,7 +169,7 @@ interface Binding {
   readonly scopeKind: string
 }
 
-/** The workspace object of `SESSION_ON_WORKSPACE` (JSON: camelCase keys, timestamps as strings). */
+/** The workspace object of `sessionOnWorkspaceSql` (JSON: camelCase keys, timestamps as strings). */
 interface Workspace {
   readonly id: string
   readonly publicId: string
@@ -279,7 +236,7 @@ const getOrganization = async (req: IncomingMessage, res: ServerResponse, ref: s
     expires_at: Date
     revoked_at: Date | null
     workspace: Workspace | null
-  }>({ name: "session_on_workspace", text: SESSION_ON_WORKSPACE, values: [ref, ref, ref, sessionId] })
+  }>({ name: "session_on_workspace", text: sessionOnWorkspaceSql, values: [sessionId, ref] })
   const session = rows[0]
   if (
     session === undefined || session.revoked_at !== null || session.expires_at.getTime() <= Date.now() ||

@@ -1,12 +1,13 @@
 /** Workspaces (organizations): account roots and their child workspaces, found by any of their three references. */
 import { OrgId, TeamId, UserId, WorkspaceRef } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { isSlugOfFamily, slugOfFamily } from "../keyset.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { TeamTables, teamBindingsOfSubject } from "../teams/TeamTables.ts"
 import { bindingsOfSubject, newestFirst, oldestFirst, WorkspaceTables } from "./MemoryTables.ts"
+import { subjectOnWorkspaceSql } from "./resolution.ts"
 import { OrganizationFromJson, OrganizationRow, RoleBindingFromJson, RoleBindingRow, SubjectType } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of a taken slug. */
@@ -44,13 +45,13 @@ const uniques: ReadonlyArray<UniqueKey<OrganizationRow>> = [
 const SlugResult = Schema.Struct({ slug: Schema.String })
 const Resolve = Schema.Struct({ ref: Schema.String, subjectType: SubjectType, subjectId: Schema.String })
 
-/** What `resolvedWorkspaceJson` holds: a workspace row with a `bindings` array. */
+/** The workspace JSON of the statements in `resolution.ts`: a workspace row with a `bindings` array. */
 export const ResolvedWorkspaceJson = Schema.Struct({
   ...OrganizationFromJson.fields,
   bindings: Schema.Array(Schema.Struct({ ...RoleBindingFromJson.fields, teamId: Schema.optionalKey(TeamId) }))
 })
 
-/** A decoded `resolvedWorkspaceJson`; None for SQL null (no workspace has the reference). */
+/** A decoded `ResolvedWorkspaceJson`; None for SQL null (no workspace has the reference). */
 export const toResolvedWorkspace = (
   json: typeof ResolvedWorkspaceJson.Type | null
 ): Option.Option<ResolvedWorkspace> => {
@@ -61,57 +62,6 @@ export const toResolvedWorkspace = (
 
 const ResolvedRow = Schema.Struct({ workspace: Schema.NullOr(ResolvedWorkspaceJson) })
 
-/**
- * One SQL expression for the read behind every workspace-scoped request: the workspace `ref` names (by any of its
- * three references) as a JSON object with camelCase keys, holding the roles the subject holds on it and on its account
- * root, its own bindings and its teams' grants in grant order (createdAt, id); null when no workspace has that
- * reference. A team grant counts only while the subject belongs to the team's workspace. The subject is SQL, so a
- * statement can name a column of its own row (the session's user); decode it with `ResolvedWorkspaceJson`.
- */
-export const resolvedWorkspaceJson = (
-  sql: SqlClient.SqlClient,
-  ref: string,
-  subjectType: Statement.Fragment,
-  subjectId: Statement.Fragment
-): Statement.Fragment =>
-  sql`(
-    select jsonb_build_object(
-      'id', o.id, 'publicId', o.public_id, 'name', o.name, 'slug', o.slug, 'kind', o.kind, 'accountId', o.account_id,
-      'isAccountRoot', o.is_account_root, 'createdAt', o.created_at, 'updatedAt', o.updated_at,
-      'bindings', coalesce((
-        select jsonb_agg(held.binding order by held.created_at, held.id)
-        from (
-          select jsonb_build_object(
-            'id', b.id, 'orgId', b.org_id, 'subjectType', b.subject_type, 'subjectId', b.subject_id,
-            'role', b.role, 'scopeKind', b.scope_kind, 'scopeRef', b.scope_ref, 'createdAt', b.created_at
-          ) as binding, b.created_at, b.id
-          from role_bindings b
-          where b.subject_type = ${subjectType} and b.subject_id = ${subjectId} and b.org_id in (o.id, root.id)
-          union all
-          select jsonb_build_object(
-            'id', g.id, 'orgId', t.org_id, 'subjectType', tm.subject_type, 'subjectId', tm.subject_id,
-            'role', g.role, 'scopeKind', g.scope_kind, 'scopeRef', g.scope_ref, 'createdAt', g.created_at,
-            'teamId', t.id
-          ), g.created_at, g.id
-          from team_members tm
-          join teams t on t.id = tm.team_id
-          join team_role_grants g on g.team_id = tm.team_id
-          where tm.subject_type = ${subjectType} and tm.subject_id = ${subjectId} and tm.status = 'active'
-            and t.org_id in (o.id, root.id)
-            and (
-              exists (
-                select 1 from members m
-                where m.org_id = t.org_id and m.subject_type = tm.subject_type and m.subject_id = tm.subject_id
-                  and m.status = 'active')
-              or exists (
-                select 1 from role_bindings rb
-                where rb.org_id = t.org_id and rb.subject_type = tm.subject_type and rb.subject_id = tm.subject_id))
-        ) held
-      ), '[]'::jsonb))
-    from organizations o
-    join organizations root on root.public_id = o.account_id
-    where o.id = ${ref} or o.public_id = ${ref} or o.slug = ${ref}
-    limit 1)`
 
 /**
  * Workspaces; `resolveForSubject` is the one read behind a workspace-scoped request (`SessionsRepo.findWithWorkspace`
@@ -259,8 +209,7 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
       const resolveForSubject = SqlSchema.findOneOption({
         Request: Resolve,
         Result: ResolvedRow,
-        execute: ({ ref, subjectType, subjectId }) =>
-          sql`select ${resolvedWorkspaceJson(sql, ref, sql`${subjectType}`, sql`${subjectId}`)} as workspace`
+        execute: ({ ref, subjectType, subjectId }) => sql.unsafe(subjectOnWorkspaceSql, [ref, subjectType, subjectId])
       })
       return OrganizationsRepo.of({
         insert: Effect.fn("OrganizationsRepo.insert")((organization: OrganizationRow) =>
