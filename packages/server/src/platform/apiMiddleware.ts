@@ -16,55 +16,56 @@ import {
   validationFailed,
   wireError
 } from "@cp/domain"
-import { Context, Effect, Layer, SchemaIssue } from "effect"
-import { HttpRouter } from "effect/http"
+import { Context, Effect, Layer, SchemaIssue, type Types } from "effect"
+import { HttpRouter, type HttpServerResponse } from "effect/http"
 import { type HttpApiEndpoint, HttpApiMiddleware } from "effect/http-api"
 import type { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { decide } from "./rbac.ts"
 import { CurrentRequestScope } from "./requestScope.ts"
 
+/** What a middleware answers: the endpoint's response, or one of its own errors. */
+type Answer<E> = Effect.Effect<HttpServerResponse.HttpServerResponse, E | Types.unhandled>
+
 export const AuthenticationLive = Layer.succeed(Authentication)({
   bearer: (httpEffect) =>
-    Effect.gen(function*() {
-      const { actor } = yield* CurrentRequestScope
-      if (actor._tag !== "Resolved") {
-        return yield* wireError(Unauthenticated, "Missing, invalid, expired or revoked credential")
-      }
-      return yield* Effect.provideService(httpEffect, CurrentActor, actor.actor)
-    })
+    Effect.flatMap(CurrentRequestScope, ({ actor }): Answer<Unauthenticated> =>
+      actor._tag === "Resolved"
+        ? Effect.provideService(httpEffect, CurrentActor, actor.actor)
+        : Effect.fail(wireError(Unauthenticated, "Missing, invalid, expired or revoked credential")))
 })
 
 /** The requirement an endpoint declares; an endpoint without one fails closed (and the test suite). */
 export const requirementOf = (endpoint: HttpApiEndpoint.Top) => Context.getOrUndefined(endpoint.annotations, RequiredAccess)
 
-const checkPermission = Effect.fnUntraced(function*(permission: Permission) {
-  const scope = yield* CurrentRequestScope
-  if (scope.workspace === undefined) return yield* wireError(NotFound, "Workspace not found")
-  const route = yield* HttpRouter.RouteContext
-  const decision = decide(scope.workspace.grants, permission, route.params.projectId)
-  if (!decision.allow) return yield* wireError(Forbidden, `Missing permission ${permission}`, { permission })
-})
+/** The caller's grants on the path's workspace allow `permission` (on the path's project, if it names one). */
+const checkPermission = (permission: Permission) =>
+  Effect.flatMap(CurrentRequestScope, ({ workspace }): Effect.Effect<void, NotFound | Forbidden, HttpRouter.RouteContext> =>
+    workspace === undefined
+      ? Effect.fail(wireError(NotFound, "Workspace not found"))
+      : Effect.flatMap(HttpRouter.RouteContext, (route) =>
+        decide(workspace.grants, permission, route.params.projectId).allow
+          ? Effect.void
+          : Effect.fail(wireError(Forbidden, `Missing permission ${permission}`, { permission }))))
 
-export const AuthorizationLive = Layer.succeed(Authorization)((httpEffect, { endpoint }) =>
-  Effect.gen(function*() {
-    const requirement = requirementOf(endpoint)
-    const actor = yield* CurrentActor
-    switch (requirement?._tag) {
-      case "None":
-      case "Authenticated":
-        break
-      case "Session":
-        if (actor.kind !== "user") return yield* wireError(Forbidden, "This route needs a signed-in user session")
-        break
-      case "Permission":
-        yield* checkPermission(requirement.permission)
-        break
-      case undefined:
-        return yield* wireError(Forbidden, "This route declares no access rule")
-    }
-    return yield* httpEffect
-  })
-)
+/**
+ * The router calls this once per endpoint when it is built, so the requirement is looked up once and each request
+ * runs only the check it needs (none for public and any-credential routes).
+ */
+export const AuthorizationLive = Layer.succeed(Authorization)((httpEffect, { endpoint }) => {
+  const requirement = requirementOf(endpoint)
+  switch (requirement?._tag) {
+    case "None":
+    case "Authenticated":
+      return httpEffect
+    case "Session":
+      return Effect.flatMap(CurrentActor, (actor): Answer<Forbidden> =>
+        actor.kind === "user" ? httpEffect : Effect.fail(wireError(Forbidden, "This route needs a signed-in user session")))
+    case "Permission":
+      return Effect.andThen(checkPermission(requirement.permission), httpEffect)
+    case undefined:
+      return Effect.fail(wireError(Forbidden, "This route declares no access rule"))
+  }
+})
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
