@@ -231,16 +231,16 @@ const getOrganization = async (req: IncomingMessage, res: ServerResponse, ref: s
   }
   const secretHash = sha256Hex(secret)
   const { rows } = await pool.query<{
-    user_id: string
-    secret_hash: string
-    expires_at: Date
-    revoked_at: Date | null
+    userId: string
+    secretHash: string
+    expiresAt: Date
+    revokedAt: Date | null
     workspace: Workspace | null
   }>({ name: "session_on_workspace", text: sessionOnWorkspaceSql, values: [sessionId, ref] })
   const session = rows[0]
   if (
-    session === undefined || session.revoked_at !== null || session.expires_at.getTime() <= Date.now() ||
-    !safeEqual(session.secret_hash, secretHash)
+    session === undefined || session.revokedAt !== null || session.expiresAt.getTime() <= Date.now() ||
+    !safeEqual(session.secretHash, secretHash)
   ) {
     return fail(res, 401, requestId, "unauthenticated", "Missing, invalid, expired or revoked credential")
   }

@@ -96,7 +96,7 @@ export class SessionsRepo extends Context.Service<SessionsRepo, {
       const findWithWorkspace = SqlSchema.findOneOption({
         Request: OnWorkspace,
         Result: SessionOnWorkspaceRow,
-        execute: ({ id, ref }) => sql.unsafe(sessionOnWorkspaceSql, [id, ref])
+        execute: ({ id, ref }) => sql.unsafe(sessionOnWorkspaceSql, [id, ref]).withoutTransform
       })
       const revoke = SqlSchema.findOneOption({
         Request: Revoke,

@@ -209,7 +209,8 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
       const resolveForSubject = SqlSchema.findOneOption({
         Request: Resolve,
         Result: ResolvedRow,
-        execute: ({ ref, subjectType, subjectId }) => sql.unsafe(subjectOnWorkspaceSql, [ref, subjectType, subjectId])
+        execute: ({ ref, subjectType, subjectId }) =>
+          sql.unsafe(subjectOnWorkspaceSql, [ref, subjectType, subjectId]).withoutTransform
       })
       return OrganizationsRepo.of({
         insert: Effect.fn("OrganizationsRepo.insert")((organization: OrganizationRow) =>
