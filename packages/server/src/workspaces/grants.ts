@@ -7,11 +7,14 @@ import type { Grant } from "../platform/rbac.ts"
  * workspace's account root reaches it as `account_cascade` (workspace- and account-scoped ones only: a project role
  * stays in its project). A grant that came through a team keeps the team's id in `teamId`, cascaded or not.
  */
-export const grantsOf = (orgId: string, bindings: ReadonlyArray<HeldBinding>): ReadonlyArray<Grant> =>
-  bindings.flatMap((binding): ReadonlyArray<Grant> => {
-    const onThisWorkspace = binding.orgId === orgId
-    if (!onThisWorkspace && binding.scopeKind === "project") return []
-    const { role, scopeKind, scopeRef, teamId } = binding
+export const grantsOf = (orgId: string, bindings: ReadonlyArray<HeldBinding>): ReadonlyArray<Grant> => {
+  const grants: Array<Grant> = []
+  for (const { orgId: heldOn, role, scopeKind, scopeRef, teamId } of bindings) {
+    const onThisWorkspace = heldOn === orgId
+    if (!onThisWorkspace && scopeKind === "project") continue
     const kind = !onThisWorkspace ? "account_cascade" : teamId === undefined ? "direct" : "team"
-    return [teamId === undefined ? { kind, role, scopeKind, scopeRef } : { kind, role, scopeKind, scopeRef, teamId }]
-  })
+    const grant: Grant = { kind, role, scopeKind, scopeRef }
+    grants.push(teamId === undefined ? grant : { ...grant, teamId })
+  }
+  return grants
+}
