@@ -169,7 +169,7 @@ interface Binding {
   readonly scopeKind: string
 }
 
-/** The workspace object of `sessionOnWorkspaceSql` (JSON: camelCase keys, timestamps as strings). */
+/** The workspace object of `sessionOnWorkspaceSql` (JSON: camelCase keys, timestamps as epoch milliseconds). */
 interface Workspace {
   readonly id: string
   readonly publicId: string
@@ -178,7 +178,7 @@ interface Workspace {
   readonly kind: string
   readonly accountId: string
   readonly isAccountRoot: boolean
-  readonly createdAt: string
+  readonly createdAt: number
   readonly bindings: ReadonlyArray<Binding>
 }
 

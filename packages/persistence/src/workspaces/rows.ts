@@ -31,11 +31,11 @@ export const OrganizationRow = Schema.Struct({
 })
 export type OrganizationRow = typeof OrganizationRow.Type
 
-/** An organization inside a JSON object, where the timestamps arrive as ISO strings. */
+/** An organization inside a JSON object, where the timestamps arrive as epoch milliseconds. */
 export const OrganizationFromJson = Schema.Struct({
   ...OrganizationRow.fields,
-  createdAt: Schema.DateFromString,
-  updatedAt: Schema.DateFromString
+  createdAt: Schema.DateFromMillis,
+  updatedAt: Schema.DateFromMillis
 })
 
 /** A row of `members`: a subject's membership of one workspace. */
@@ -65,5 +65,5 @@ export const RoleBindingRow = Schema.Struct({
 })
 export type RoleBindingRow = typeof RoleBindingRow.Type
 
-/** A role binding inside a JSON aggregate, where the timestamp arrives as an ISO string. */
-export const RoleBindingFromJson = Schema.Struct({ ...RoleBindingRow.fields, createdAt: Schema.DateFromString })
+/** A role binding inside a JSON aggregate, where the timestamp arrives as epoch milliseconds. */
+export const RoleBindingFromJson = Schema.Struct({ ...RoleBindingRow.fields, createdAt: Schema.DateFromMillis })
