@@ -154,10 +154,12 @@ export const EdgeLive = HttpRouter.middleware(
         ip: Option.getOrNull(request.remoteAddress),
         userAgent: request.headers["user-agent"] ?? null
       }
-      const routed = httpEffect.pipe(
-        Effect.flatMap(withEnvelope415),
-        Effect.provideService(HttpServerRequest.HttpServerRequest, request),
-        Effect.provideService(CurrentRequestScope, scope)
+      const served = Effect.flatMap(httpEffect, withEnvelope415)
+      // Each provided service deepens the request's context, and a deep one is copied whole: provide only a change.
+      const routed = Effect.provideService(
+        request === original ? served : Effect.provideService(served, HttpServerRequest.HttpServerRequest, request),
+        CurrentRequestScope,
+        scope
       )
       const key = request.headers[IDEMPOTENCY_HEADER]
       const response = key === undefined || !IDEMPOTENT_METHODS.has(request.method) || actor._tag === "Invalid"
