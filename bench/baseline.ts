@@ -171,14 +171,16 @@ interface Binding {
 
 /** The workspace object of `sessionOnWorkspaceSql` (JSON: camelCase keys, timestamps as epoch milliseconds). */
 interface Workspace {
-  readonly id: string
-  readonly publicId: string
-  readonly name: string
-  readonly slug: string
-  readonly kind: string
-  readonly accountId: string
-  readonly isAccountRoot: boolean
-  readonly createdAt: number
+  readonly organization: {
+    readonly id: string
+    readonly publicId: string
+    readonly name: string
+    readonly slug: string
+    readonly kind: string
+    readonly accountId: string
+    readonly isAccountRoot: boolean
+    readonly createdAt: number
+  }
   readonly bindings: ReadonlyArray<Binding>
 }
 
@@ -244,10 +246,11 @@ const getOrganization = async (req: IncomingMessage, res: ServerResponse, ref: s
   ) {
     return fail(res, 401, requestId, "unauthenticated", "Missing, invalid, expired or revoked credential")
   }
-  const org = session.workspace
+  const workspace = session.workspace
+  const org = workspace?.organization
   // Bindings on the workspace apply directly; on its account root they cascade, except project-scoped ones.
-  const grants = org === null ? [] : org.bindings.filter((b) => b.orgId === org.id || b.scopeKind !== "project")
-  if (org === null || grants.length === 0) return fail(res, 404, requestId, "not_found", "Workspace not found")
+  const grants = workspace?.bindings.filter((b) => b.orgId === org?.id || b.scopeKind !== "project") ?? []
+  if (org === undefined || grants.length === 0) return fail(res, 404, requestId, "not_found", "Workspace not found")
   if (!grants.some((grant) => grant.scopeKind !== "project" && ORG_READ_ROLES.has(grant.role))) {
     return fail(res, 403, requestId, "forbidden", "Missing permission organization.read", {
       permission: "organization.read"

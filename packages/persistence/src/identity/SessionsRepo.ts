@@ -7,8 +7,7 @@ import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTa
 import {
   OrganizationsRepo,
   type ResolvedWorkspace,
-  ResolvedWorkspaceJson,
-  toResolvedWorkspace
+  ResolvedWorkspaceJson
 } from "../workspaces/OrganizationsRepo.ts"
 import { sessionOnWorkspaceSql } from "../workspaces/resolution.ts"
 
@@ -113,7 +112,7 @@ export class SessionsRepo extends Context.Service<SessionsRepo, {
         // call-site stack capture and span showed in the request profile; its SQL statement still has its span.
         findWithWorkspace: (id: SessionId, ref: string) =>
           findWithWorkspace({ id, ref }).pipe(
-            Effect.map(Option.map(({ workspace, ...session }) => ({ session, workspace: toResolvedWorkspace(workspace) }))),
+            Effect.map(Option.map(({ workspace, ...session }) => ({ session, workspace: Option.fromNullOr(workspace) }))),
             Effect.orDie
           ),
         revoke: Effect.fn("SessionsRepo.revoke")((id: SessionId, now: Date) =>

@@ -45,20 +45,11 @@ const uniques: ReadonlyArray<UniqueKey<OrganizationRow>> = [
 const SlugResult = Schema.Struct({ slug: Schema.String })
 const Resolve = Schema.Struct({ ref: Schema.String, subjectType: SubjectType, subjectId: Schema.String })
 
-/** The workspace JSON of the statements in `resolution.ts`: a workspace row with a `bindings` array. */
+/** The workspace JSON of the statements in `resolution.ts`: already a `ResolvedWorkspace` once decoded. */
 export const ResolvedWorkspaceJson = Schema.Struct({
-  ...OrganizationFromJson.fields,
+  organization: OrganizationFromJson,
   bindings: Schema.Array(Schema.Struct({ ...RoleBindingFromJson.fields, teamId: Schema.optionalKey(TeamId) }))
 })
-
-/** A decoded `ResolvedWorkspaceJson`; None for SQL null (no workspace has the reference). */
-export const toResolvedWorkspace = (
-  json: typeof ResolvedWorkspaceJson.Type | null
-): Option.Option<ResolvedWorkspace> => {
-  if (json === null) return Option.none()
-  const { bindings, ...organization } = json
-  return Option.some({ organization, bindings })
-}
 
 const ResolvedRow = Schema.Struct({ workspace: Schema.NullOr(ResolvedWorkspaceJson) })
 
@@ -235,7 +226,7 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
         ),
         resolveForSubject: Effect.fn("OrganizationsRepo.resolveForSubject")((query: SubjectOnWorkspace) =>
           resolveForSubject(query).pipe(
-            Effect.map(Option.flatMap(({ workspace }) => toResolvedWorkspace(workspace))),
+            Effect.map(Option.flatMap(({ workspace }) => Option.fromNullOr(workspace))),
             Effect.orDie
           )
         )
