@@ -53,7 +53,6 @@ export const ResolvedWorkspaceJson = Schema.Struct({
 
 const ResolvedRow = Schema.Struct({ workspace: Schema.NullOr(ResolvedWorkspaceJson) })
 
-
 /**
  * Workspaces; `resolveForSubject` is the one read behind a workspace-scoped request (`SessionsRepo.findWithWorkspace`
  * folds it into the session read for session tokens).
