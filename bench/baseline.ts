@@ -247,10 +247,11 @@ const getOrganization = async (req: IncomingMessage, res: ServerResponse, ref: s
     return fail(res, 401, requestId, "unauthenticated", "Missing, invalid, expired or revoked credential")
   }
   const workspace = session.workspace
-  const org = workspace?.organization
+  if (workspace === null) return fail(res, 404, requestId, "not_found", "Workspace not found")
+  const org = workspace.organization
   // Bindings on the workspace apply directly; on its account root they cascade, except project-scoped ones.
-  const grants = workspace?.bindings.filter((b) => b.orgId === org?.id || b.scopeKind !== "project") ?? []
-  if (org === undefined || grants.length === 0) return fail(res, 404, requestId, "not_found", "Workspace not found")
+  const grants = workspace.bindings.filter((b) => b.orgId === org.id || b.scopeKind !== "project")
+  if (grants.length === 0) return fail(res, 404, requestId, "not_found", "Workspace not found")
   if (!grants.some((grant) => grant.scopeKind !== "project" && ORG_READ_ROLES.has(grant.role))) {
     return fail(res, 403, requestId, "forbidden", "Missing permission organization.read", {
       permission: "organization.read"

@@ -17,9 +17,9 @@ const oneLine = (sql: string): string => sql.replace(/\s+/g, " ").trim()
 /**
  * The workspace `ref` names (by any of its three references) as a JSON object with camelCase keys: its `organization`
  * row and, as `bindings`, the roles the subject holds on it and on its account root, its own bindings and its teams'
- * grants in grant order (createdAt, id); null when no workspace has that reference. A team grant counts only while the subject belongs to the team's
- * workspace. Each argument is SQL: a placeholder, or a column of the enclosing statement's row (the session's user).
- * Decode it with `ResolvedWorkspaceJson`.
+ * grants in grant order (createdAt, id); null when no workspace has that reference. A team grant counts only while
+ * the subject belongs to the team's workspace. Each argument is SQL: a placeholder, or a column of the enclosing
+ * statement's row (the session's user). Decode it with `ResolvedWorkspaceJson`.
  */
 const resolvedWorkspaceSql = (ref: string, subjectType: string, subjectId: string): string => `(
     select jsonb_build_object(

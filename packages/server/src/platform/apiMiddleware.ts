@@ -26,6 +26,9 @@ import { CurrentRequestScope } from "./requestScope.ts"
 /** What a middleware answers: the endpoint's response, or one of its own errors. */
 type Answer<E> = Effect.Effect<HttpServerResponse.HttpServerResponse, E | Types.unhandled>
 
+/** A check before the endpoint runs: nothing, or one of its errors. */
+type Check<E> = Effect.Effect<void, E, HttpRouter.RouteContext>
+
 export const AuthenticationLive = Layer.succeed(Authentication)({
   bearer: (httpEffect) =>
     Effect.flatMap(CurrentRequestScope, ({ actor }): Answer<Unauthenticated> =>
@@ -39,7 +42,7 @@ export const requirementOf = (endpoint: HttpApiEndpoint.Top) => Context.getOrUnd
 
 /** The caller's grants on the path's workspace allow `permission` (on the path's project, if it names one). */
 const checkPermission = (permission: Permission) =>
-  Effect.flatMap(CurrentRequestScope, ({ workspace }): Effect.Effect<void, NotFound | Forbidden, HttpRouter.RouteContext> =>
+  Effect.flatMap(CurrentRequestScope, ({ workspace }): Check<NotFound | Forbidden> =>
     workspace === undefined
       ? Effect.fail(wireError(NotFound, "Workspace not found"))
       : Effect.flatMap(HttpRouter.RouteContext, (route) =>
