@@ -314,7 +314,11 @@ const loginStart = async (req: IncomingMessage, res: ServerResponse, requestId: 
   const user = users[0]
   const buckets = [{ key: `auth:identity:${email}`, limit: AUTH_IDENTITY_LIMIT }]
   if (user?.last_org_slug != null) {
-    const { rows } = await pool.query<{ id: string }>({ name: "org_by_slug", text: ORG_BY_SLUG, values: [user.last_org_slug] })
+    const { rows } = await pool.query<{ id: string }>({
+      name: "org_by_slug",
+      text: ORG_BY_SLUG,
+      values: [user.last_org_slug]
+    })
     if (rows[0] !== undefined) buckets.push({ key: `auth:org:${rows[0].id}`, limit: AUTH_ORG_LIMIT })
   }
   buckets.sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
@@ -400,7 +404,10 @@ const health = async (res: ServerResponse, requestId: string) => {
     await pool.query("select 1")
     ok(res, requestId, { status: "ok", database: "ok" })
   } catch {
-    send(res, 503, requestId, { data: { status: "unavailable", database: "unreachable" }, meta: { requestId, cursor: null } })
+    send(res, 503, requestId, {
+      data: { status: "unavailable", database: "unreachable" },
+      meta: { requestId, cursor: null }
+    })
   }
 }
 

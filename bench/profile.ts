@@ -53,7 +53,14 @@ const SPECIAL = new Set(["(garbage collector)", "(program)", "(root)"])
  * cores a write that wakes its reader (the database, the load generator) and gets the writer preempted is sampled
  * for as long as the writer waits for a core: these samples are mostly waiting, not CPU, and are set apart.
  */
-const SOCKET_WRITES = new Set(["writeBuffer", "writev", "writeUtf8String", "writeLatin1String", "writeAsciiString", "writeUcs2String"])
+const SOCKET_WRITES = new Set([
+  "writeBuffer",
+  "writev",
+  "writeUtf8String",
+  "writeLatin1String",
+  "writeAsciiString",
+  "writeUcs2String"
+])
 
 const shortUrl = (url: string): string => {
   const modules = url.lastIndexOf("/node_modules/")

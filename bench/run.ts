@@ -64,7 +64,9 @@ const BASELINE_MAIN = fileURLToPath(new URL("./baseline.ts", import.meta.url))
 const SERVER_NODE_FLAGS: ReadonlyArray<string> = await (async () => {
   const manifest = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as { scripts?: { start?: string } }
   const flags = /\bnode((?:\s+--\S+)*)\s+packages\/server\/src\/main\.ts/.exec(manifest.scripts?.start ?? "")?.[1]
-  if (flags === undefined) throw new Error("package.json: the start script does not run node packages/server/src/main.ts")
+  if (flags === undefined) {
+    throw new Error("package.json: the start script does not run node packages/server/src/main.ts")
+  }
   return flags.split(/\s+/).filter((flag) => flag !== "")
 })()
 
@@ -86,7 +88,7 @@ const RUN_ID = randomBytes(4).toString("hex")
 const releases = new Set<() => Promise<void>>()
 
 /** Registers `release`; the returned function runs it once (and unregisters it). */
-const track = (label: string, release: () => Promise<void>): (() => Promise<void>) => {
+const track = (label: string, release: () => Promise<void>): () => Promise<void> => {
   let done: Promise<void> | undefined
   const run = () => {
     releases.delete(run)
@@ -135,14 +137,27 @@ const freePort = (): Promise<number> =>
     server.once("error", reject)
     server.listen(0, HOST, () => {
       const address = server.address()
-      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+      server.close(() =>
+        typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))
+      )
     })
   })
 
 /** The environment of a server child: ours or the baseline's variables only, nothing inherited that changes them. */
 const serverEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = { ...process.env }
-  for (const name of ["DATABASE_URL", "DATA_DIR", "PORT", "HOST", "PUBLIC_BASE_URL", "APP_ENV", "SMTP_URL", "OTEL_EXPORTER_OTLP_ENDPOINT"]) {
+  for (
+    const name of [
+      "DATABASE_URL",
+      "DATA_DIR",
+      "PORT",
+      "HOST",
+      "PUBLIC_BASE_URL",
+      "APP_ENV",
+      "SMTP_URL",
+      "OTEL_EXPORTER_OTLP_ENDPOINT"
+    ]
+  ) {
     delete env[name]
   }
   return { ...env, ...extra }
@@ -196,7 +211,9 @@ const waitForHealth = async (child: Child, base: string): Promise<void> => {
     exitCode = code
   })
   while (Date.now() < deadline) {
-    if (exitCode !== undefined) throw new Error(`${child.label} exited (${exitCode}) before it was healthy:\n${child.logTail()}`)
+    if (exitCode !== undefined) {
+      throw new Error(`${child.label} exited (${exitCode}) before it was healthy:\n${child.logTail()}`)
+    }
     try {
       const response = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2000) })
       if (response.status === 200) return
@@ -303,7 +320,9 @@ const signIn = async (base: string, email: string): Promise<Credentials> => {
 const preflight = async (base: string, credentials: Credentials, tag: string) => {
   const get = await call("GET", `${base}/v1/organizations/${credentials.orgId}`, { token: credentials.token })
   const data = expect2xx("GET organization", get)
-  if (data?.data?.organization?.id !== credentials.orgId) throw new Error(`GET organization: wrong body ${JSON.stringify(data)}`)
+  if (data?.data?.organization?.id !== credentials.orgId) {
+    throw new Error(`GET organization: wrong body ${JSON.stringify(data)}`)
+  }
   if (get.requestIdHeader === null || get.requestIdHeader !== data?.meta?.requestId) {
     throw new Error(`GET organization: x-request-id ${get.requestIdHeader} does not match meta.requestId`)
   }
@@ -316,7 +335,8 @@ const preflight = async (base: string, credentials: Credentials, tag: string) =>
   }
   return {
     organization: JSON.stringify(data.data.organization),
-    loginShape: JSON.stringify(Object.keys(start.data).sort()) + JSON.stringify(Object.keys(start.data.delivery ?? {}).sort())
+    loginShape: JSON.stringify(Object.keys(start.data).sort()) +
+      JSON.stringify(Object.keys(start.data.delivery ?? {}).sort())
   }
 }
 
@@ -332,7 +352,9 @@ interface Latencies {
 const percentile = (sorted: Float64Array, p: number): number =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN
 
-const cannon = (options: autocannon.Options): Promise<{ readonly result: autocannon.Result; readonly latency: Latencies }> =>
+const cannon = (
+  options: autocannon.Options
+): Promise<{ readonly result: autocannon.Result; readonly latency: Latencies }> =>
   new Promise((resolve, reject) => {
     let times = new Float64Array(1 << 16)
     let count = 0
@@ -377,7 +399,10 @@ const ROUTES: ReadonlyArray<Route> = [
           method: "POST",
           path: "/v1/auth/login/start",
           headers: { "content-type": "application/json" },
-          setupRequest: (request) => ({ ...request, body: JSON.stringify({ email: `bench-${tag}-${n++}@example.com` }) })
+          setupRequest: (request) => ({
+            ...request,
+            body: JSON.stringify({ email: `bench-${tag}-${n++}@example.com` })
+          })
         }]
       }
     }
@@ -506,7 +531,9 @@ const summarizeProfile = async (mode: string, label: string, since: number) => {
   const profile = await readProfile(file)
   for (const measured of measurements.filter((m) => m.mode === mode && m.server === "ours")) {
     const summary = summarize(profile, measured.window, 12)
-    profiles.push(`our server, ${label}, ${measured.route}, round ${measured.round} (${file}):\n${formatSummary(summary)}`)
+    profiles.push(
+      `our server, ${label}, ${measured.route}, round ${measured.round} (${file}):\n${formatSummary(summary)}`
+    )
   }
 }
 
@@ -535,10 +562,14 @@ const runMode = async (mode: string, database: Database, concurrent: boolean) =>
       const started = await startServer(`baseline (${mode})`, [BASELINE_MAIN], serverEnv(database.env))
       const checks = await preflight(started.base, credentials, `${RUN_ID}-${mode}-baseline`)
       if (checks.organization !== oursChecks.organization) {
-        notes.push(`${mode}: baseline GET organization differs from ours:\n  ours     ${oursChecks.organization}\n  baseline ${checks.organization}`)
+        notes.push(
+          `${mode}: baseline GET organization differs from ours:\n  ours     ${oursChecks.organization}\n  baseline ${checks.organization}`
+        )
       }
       if (checks.loginShape !== oursChecks.loginShape) {
-        notes.push(`${mode}: baseline login start body has other fields than ours: ${checks.loginShape} vs ${oursChecks.loginShape}`)
+        notes.push(
+          `${mode}: baseline login start body has other fields than ours: ${checks.loginShape} vs ${oursChecks.loginShape}`
+        )
       }
       return started
     }
@@ -567,7 +598,11 @@ const pgliteMode = async () => {
   const dir = await mkdtemp(join(tmpdir(), "cp-bench-"))
   const removeDir = track(`temp dir ${dir}`, () => rm(dir, { recursive: true, force: true }))
   try {
-    await runMode("PGlite", { label: `PGlite (fresh DATA_DIR ${dir}/data)`, env: { DATA_DIR: join(dir, "data") } }, false)
+    await runMode(
+      "PGlite",
+      { label: `PGlite (fresh DATA_DIR ${dir}/data)`, env: { DATA_DIR: join(dir, "data") } },
+      false
+    )
   } finally {
     await removeDir()
   }
@@ -602,10 +637,15 @@ const postgresMode = async () => {
 
 const fixed = (value: number, digits: number) => Number.isFinite(value) ? value.toFixed(digits) : "n/a"
 
-const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>, rightFrom: number): string => {
+const table = (
+  header: ReadonlyArray<string>,
+  rows: ReadonlyArray<ReadonlyArray<string>>,
+  rightFrom: number
+): string => {
   const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map((row) => (row[i] ?? "").length)))
   const format = (row: ReadonlyArray<string>) =>
-    row.map((cell, i) => i >= rightFrom ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd()
+    row.map((cell, i) => i >= rightFrom ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)).join("  ")
+      .trimEnd()
   return [format(header), widths.map((width) => "-".repeat(width)).join("  "), ...rows.map(format)].join("\n")
 }
 
@@ -635,7 +675,9 @@ const report = () => {
   console.log(
     `\ncontrol-plane bench: node ${process.version} (server flags: ${SERVER_NODE_FLAGS.join(" ") || "none"}), ` +
       `${cpus().length} CPUs, ${CONNECTIONS} connections, ${ROUNDS} round(s) of ${SECONDS} s measured after ` +
-      `${WARMUP_SECONDS} s warm-up (${SERVER_WARMUP_SECONDS + WARMUP_SECONDS} s before a server's first), CLK_TCK ${CLK_TCK}, 1-min load average ${LOAD_AT_START.toFixed(2)} at start\n`
+      `${WARMUP_SECONDS} s warm-up (${
+        SERVER_WARMUP_SECONDS + WARMUP_SECONDS
+      } s before a server's first), CLK_TCK ${CLK_TCK}, 1-min load average ${LOAD_AT_START.toFixed(2)} at start\n`
   )
   const groups = measurements.filter((m) => m.round === 1).map((first) => ({
     mode: first.mode,
@@ -644,7 +686,19 @@ const report = () => {
     runs: measurements.filter((m) => m.mode === first.mode && m.route === first.route && m.server === first.server)
   }))
   console.log(table(
-    ["mode", "route", "server", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "CPU cores", "peak RSS MB", "non-2xx", "errors"],
+    [
+      "mode",
+      "route",
+      "server",
+      "req/s",
+      "p50 ms",
+      "p99 ms",
+      "CPU µs/req",
+      "CPU cores",
+      "peak RSS MB",
+      "non-2xx",
+      "errors"
+    ],
     groups.map(({ mode, route, server, runs }) => {
       const m = combine(runs)
       return [

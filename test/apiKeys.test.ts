@@ -23,12 +23,23 @@ import { seedBinding } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
+const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
+  ? ["pglite", "postgres"]
+  : ["pglite"]
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-const API_KEY_FIELDS = ["createdAt", "expiresAt", "id", "label", "lastUsedAt", "prefix", "revokedAt", "servicePrincipal"]
+const API_KEY_FIELDS = [
+  "createdAt",
+  "expiresAt",
+  "id",
+  "label",
+  "lastUsedAt",
+  "prefix",
+  "revokedAt",
+  "servicePrincipal"
+]
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex")
 const projectId = () => newId("prj_", Date.now())
 
@@ -58,15 +69,19 @@ for (const backend of backends) {
 
     /** A key created by `token` on `orgRef`: the create answer's `apiKey`. */
     const mint = (baseUrl: string, token: string, orgRef: string, body: Record<string, unknown>) =>
-      Effect.map(createKey(baseUrl, token, orgRef, { label: `key ${randomUUID().slice(0, 8)}`, ...body }), (res) =>
-        ok(res).apiKey)
+      Effect.map(
+        createKey(baseUrl, token, orgRef, { label: `key ${randomUUID().slice(0, 8)}`, ...body }),
+        (res) => ok(res).apiKey
+      )
 
     it.effect("create answers the key with its secret once; the key authenticates as its service principal", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const sql = yield* SqlClient.SqlClient
         const owner = yield* newUser(baseUrl)
-        const data = ok(yield* createKey(baseUrl, owner.token, owner.personal.slug, { label: "  CI deploy  ", role: "viewer" }))
+        const data = ok(
+          yield* createKey(baseUrl, owner.token, owner.personal.slug, { label: "  CI deploy  ", role: "viewer" })
+        )
         assert.deepStrictEqual(Object.keys(data), ["apiKey"])
         const key = data.apiKey
         assert.deepStrictEqual(Object.keys(key).sort(), [...API_KEY_FIELDS, "secret"].sort())
@@ -88,9 +103,16 @@ for (const backend of backends) {
         const [row] = yield* sql`select * from api_keys where id = ${key.id}`.pipe(Effect.orDie)
         assert.strictEqual(row?.["secretHash"], sha256(key.secret))
         assert.notInclude(JSON.stringify(row), key.secret.slice(12))
-        const principals = yield* sql`select * from service_principals where id = ${key.servicePrincipal.id}`.pipe(Effect.orDie)
-        assert.deepStrictEqual(principals.map((p) => [p["orgId"], p["displayName"]]), [[owner.personal.id, "API Key: CI deploy"]])
-        const bindings = yield* sql`select * from role_bindings where subject_id = ${key.servicePrincipal.id}`.pipe(Effect.orDie)
+        const principals = yield* sql`select * from service_principals where id = ${key.servicePrincipal.id}`.pipe(
+          Effect.orDie
+        )
+        assert.deepStrictEqual(principals.map((p) => [p["orgId"], p["displayName"]]), [[
+          owner.personal.id,
+          "API Key: CI deploy"
+        ]])
+        const bindings = yield* sql`select * from role_bindings where subject_id = ${key.servicePrincipal.id}`.pipe(
+          Effect.orDie
+        )
         assert.deepStrictEqual(
           bindings.map((b) => [b["orgId"], b["subjectType"], b["role"], b["scopeKind"], b["scopeRef"]]),
           [[owner.personal.id, "service_principal", "viewer", "organization", null]]
@@ -105,9 +127,11 @@ for (const backend of backends) {
         }
         const listed = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: key.secret }))
         assert.deepStrictEqual(listed.organizations, [owner.personal])
-        const access = ok(yield* call(baseUrl, "GET", `/v1/organizations/${owner.personal.id}/effective-access`, {
-          token: key.secret
-        }))
+        const access = ok(
+          yield* call(baseUrl, "GET", `/v1/organizations/${owner.personal.id}/effective-access`, {
+            token: key.secret
+          })
+        )
         const byAction = new Map<string, any>(access.permissions.map((d: any) => [d.action, d]))
         assert.deepStrictEqual(byAction.get("organization.read").via, {
           kind: "direct",
@@ -117,7 +141,11 @@ for (const backend of backends) {
         })
         assert.isFalse(byAction.get("organization.api_key.list").allow)
         failed(yield* listKeys(baseUrl, key.secret, owner.personal.id), 403, "forbidden")
-        failed(yield* createKey(baseUrl, key.secret, owner.personal.id, { label: "x", role: "viewer" }), 403, "forbidden")
+        failed(
+          yield* createKey(baseUrl, key.secret, owner.personal.id, { label: "x", role: "viewer" }),
+          403,
+          "forbidden"
+        )
 
         // Using the key stamped lastUsedAt.
         const [seen] = ok(yield* listKeys(baseUrl, owner.token, owner.personal.id)).apiKeys
@@ -183,16 +211,21 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const owner = yield* newUser(baseUrl)
         const org = owner.personal.id
-        const [projectA, projectB] = [yield* createProject(baseUrl, owner.token, org), yield* createProject(baseUrl, owner.token, org)]
+        const [projectA, projectB] = [
+          yield* createProject(baseUrl, owner.token, org),
+          yield* createProject(baseUrl, owner.token, org)
+        ]
         const created: Array<any> = []
-        for (const body of [
-          { role: "viewer" },
-          { role: "project_viewer", projectId: projectA },
-          { role: "builder" },
-          { role: "project_builder", projectId: projectB },
-          { role: "project_admin", projectId: projectA },
-          { role: "admin" }
-        ]) {
+        for (
+          const body of [
+            { role: "viewer" },
+            { role: "project_viewer", projectId: projectA },
+            { role: "builder" },
+            { role: "project_builder", projectId: projectB },
+            { role: "project_admin", projectId: projectA },
+            { role: "admin" }
+          ]
+        ) {
           created.push(yield* mint(baseUrl, owner.token, org, body))
         }
         const newestFirst = [...created].reverse()
@@ -227,7 +260,9 @@ for (const backend of backends) {
         const firstOfA = yield* listKeys(baseUrl, owner.token, org, `?projectId=${projectA}&limit=1`)
         const cursorOfA = (firstOfA.json as any).meta.cursor
         assert.isString(cursorOfA)
-        const secondOfA = ok(yield* listKeys(baseUrl, owner.token, org, `?projectId=${projectA}&limit=1&cursor=${cursorOfA}`))
+        const secondOfA = ok(
+          yield* listKeys(baseUrl, owner.token, org, `?projectId=${projectA}&limit=1&cursor=${cursorOfA}`)
+        )
         assert.deepStrictEqual(secondOfA.apiKeys.map((key: any) => key.id), [created[1].id])
         for (const query of [`?cursor=${cursorOfA}`, `?projectId=${projectB}&cursor=${cursorOfA}`]) {
           const error = failed(yield* listKeys(baseUrl, owner.token, org, query), 422, "validation_failed")
@@ -235,9 +270,15 @@ for (const backend of backends) {
         }
         // Another workspace's cursor is refused too.
         const other = yield* newUser(baseUrl)
-        failed(yield* listKeys(baseUrl, other.token, other.personal.id, `?projectId=${projectA}&cursor=${cursorOfA}`), 422, "validation_failed")
+        failed(
+          yield* listKeys(baseUrl, other.token, other.personal.id, `?projectId=${projectA}&cursor=${cursorOfA}`),
+          422,
+          "validation_failed"
+        )
 
-        for (const [query, field] of [["?projectId=prj_nope", "projectId"], ["?limit=0", "limit"], ["?limit=101", "limit"]]) {
+        for (
+          const [query, field] of [["?projectId=prj_nope", "projectId"], ["?limit=0", "limit"], ["?limit=101", "limit"]]
+        ) {
           const error = failed(yield* listKeys(baseUrl, owner.token, org, query), 422, "validation_failed")
           assert.deepStrictEqual(Object.keys(error.details.fields), [field], query)
         }
@@ -254,7 +295,11 @@ for (const backend of backends) {
         const revoked = ok(yield* revokeKey(baseUrl, owner.token, owner.personal.slug, key.id))
         assert.deepStrictEqual(Object.keys(revoked), ["apiKey"])
         assert.deepStrictEqual(Object.keys(revoked.apiKey).sort(), ["id", "label", "prefix", "revokedAt"])
-        assert.deepStrictEqual([revoked.apiKey.id, revoked.apiKey.label, revoked.apiKey.prefix], [key.id, "doomed", key.prefix])
+        assert.deepStrictEqual([revoked.apiKey.id, revoked.apiKey.label, revoked.apiKey.prefix], [
+          key.id,
+          "doomed",
+          key.prefix
+        ])
         assert.match(revoked.apiKey.revokedAt, ISO_MS)
 
         for (const path of [`/v1/organizations/${org}`, "/v1/organizations", `/v1/organizations/${org}/api-keys`]) {
@@ -289,26 +334,30 @@ for (const backend of backends) {
             const secret = `sk_${randomBytes(32).toString("hex")}`
             const now = new Date()
             const principal = newId("sp_", now.getTime())
-            yield* sql`insert into service_principals ${sql.insert({
-              id: principal,
-              orgId: owner.personal.id,
-              displayName: "API Key: seeded",
-              createdAt: now
-            })}`
-            yield* sql`insert into api_keys ${sql.insert({
-              id: randomUUID(),
-              orgId: owner.personal.id,
-              servicePrincipalId: principal,
-              label: "seeded",
-              prefix: secret.slice(0, 12),
-              secretHash: sha256(secret),
-              role: "viewer",
-              projectId: null,
-              createdAt: now,
-              expiresAt,
-              lastUsedAt: null,
-              revokedAt: null
-            })}`
+            yield* sql`insert into service_principals ${
+              sql.insert({
+                id: principal,
+                orgId: owner.personal.id,
+                displayName: "API Key: seeded",
+                createdAt: now
+              })
+            }`
+            yield* sql`insert into api_keys ${
+              sql.insert({
+                id: randomUUID(),
+                orgId: owner.personal.id,
+                servicePrincipalId: principal,
+                label: "seeded",
+                prefix: secret.slice(0, 12),
+                secretHash: sha256(secret),
+                role: "viewer",
+                projectId: null,
+                createdAt: now,
+                expiresAt,
+                lastUsedAt: null,
+                revokedAt: null
+              })
+            }`
             yield* seedBinding(owner.personal.id, "service_principal", principal, "viewer")
             return secret
           }).pipe(Effect.orDie)
@@ -341,12 +390,22 @@ for (const backend of backends) {
           [key.servicePrincipal.role, key.servicePrincipal.projectId],
           ["project_admin", project]
         )
-        const bindings = yield* sql`select * from role_bindings where subject_id = ${key.servicePrincipal.id}`.pipe(Effect.orDie)
-        assert.deepStrictEqual(bindings.map((b) => [b["scopeKind"], b["scopeRef"], b["role"]]), [["project", project, "project_admin"]])
+        const bindings = yield* sql`select * from role_bindings where subject_id = ${key.servicePrincipal.id}`.pipe(
+          Effect.orDie
+        )
+        assert.deepStrictEqual(bindings.map((b) => [b["scopeKind"], b["scopeRef"], b["role"]]), [[
+          "project",
+          project,
+          "project_admin"
+        ]])
 
         // Workspace-level permissions: 403 (the workspace itself is visible to it, so not 404).
         for (const suffix of ["", "/workspaces", "/api-keys"]) {
-          failed(yield* call(baseUrl, "GET", `/v1/organizations/${org}${suffix}`, { token: key.secret }), 403, "forbidden")
+          failed(
+            yield* call(baseUrl, "GET", `/v1/organizations/${org}${suffix}`, { token: key.secret }),
+            403,
+            "forbidden"
+          )
         }
         const access = (query: string) =>
           Effect.map(
@@ -369,30 +428,50 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const owner = yield* newUser(baseUrl)
-        const child = ok(yield* call(baseUrl, "POST", "/v1/organizations", {
-          token: owner.token,
-          body: { name: `Child ${randomUUID().slice(0, 8)}` }
-        })).organization
+        const child = ok(
+          yield* call(baseUrl, "POST", "/v1/organizations", {
+            token: owner.token,
+            body: { name: `Child ${randomUUID().slice(0, 8)}` }
+          })
+        ).organization
         const key = yield* mint(baseUrl, owner.token, owner.personal.id, { role: "owner" })
         // The creator's other workspace (even a child of this account root) and a stranger's: 404.
         const stranger = yield* newUser(baseUrl)
         for (const org of [child, stranger.personal]) {
           for (const suffix of ["", "/api-keys", "/effective-access"]) {
-            failed(yield* call(baseUrl, "GET", `/v1/organizations/${org.id}${suffix}`, { token: key.secret }), 404, "not_found")
+            failed(
+              yield* call(baseUrl, "GET", `/v1/organizations/${org.id}${suffix}`, { token: key.secret }),
+              404,
+              "not_found"
+            )
           }
         }
         // Users only: workspaces, key management, and the session-only routes (spec Authentication 5).
-        failed(yield* call(baseUrl, "POST", "/v1/organizations", { token: key.secret, body: { name: "Nope" } }), 403, "forbidden")
-        failed(yield* createKey(baseUrl, key.secret, owner.personal.id, { label: "child key", role: "viewer" }), 403, "forbidden")
+        failed(
+          yield* call(baseUrl, "POST", "/v1/organizations", { token: key.secret, body: { name: "Nope" } }),
+          403,
+          "forbidden"
+        )
+        failed(
+          yield* createKey(baseUrl, key.secret, owner.personal.id, { label: "child key", role: "viewer" }),
+          403,
+          "forbidden"
+        )
         failed(yield* revokeKey(baseUrl, key.secret, owner.personal.id, key.id), 403, "forbidden")
-        for (const [method, path, body] of [
-          ["GET", "/v1/auth/session"],
-          ["POST", "/v1/auth/logout"],
-          ["GET", "/v1/auth/profile"],
-          ["PATCH", "/v1/auth/profile", { displayName: "Bot" }],
-          ["GET", "/v1/auth/security-events"]
-        ] as const) {
-          failed(yield* call(baseUrl, method, path, { token: key.secret, ...(body === undefined ? {} : { body }) }), 403, "forbidden")
+        for (
+          const [method, path, body] of [
+            ["GET", "/v1/auth/session"],
+            ["POST", "/v1/auth/logout"],
+            ["GET", "/v1/auth/profile"],
+            ["PATCH", "/v1/auth/profile", { displayName: "Bot" }],
+            ["GET", "/v1/auth/security-events"]
+          ] as const
+        ) {
+          failed(
+            yield* call(baseUrl, method, path, { token: key.secret, ...(body === undefined ? {} : { body }) }),
+            403,
+            "forbidden"
+          )
         }
         // The owner key still reads and lists: none of the refusals above revoked or broke it.
         ok(yield* listKeys(baseUrl, key.secret, owner.personal.id))
@@ -434,17 +513,36 @@ for (const backend of backends) {
             for (const message of error.details.fields[field]) assert.isString(message)
           }
         }
-        const projectRole = failed(yield* createKey(baseUrl, owner.token, org, { label: "ok", role: "project_admin" }), 422, "validation_failed")
+        const projectRole = failed(
+          yield* createKey(baseUrl, owner.token, org, { label: "ok", role: "project_admin" }),
+          422,
+          "validation_failed"
+        )
         assert.include(projectRole.details.fields.projectId[0], "required")
-        const expiry = failed(yield* createKey(baseUrl, owner.token, org, { label: "ok", role: "viewer", expiresAt: past }), 422, "validation_failed")
+        const expiry = failed(
+          yield* createKey(baseUrl, owner.token, org, { label: "ok", role: "viewer", expiresAt: past }),
+          422,
+          "validation_failed"
+        )
         assert.include(expiry.details.fields.expiresAt[0], "future")
-        assert.deepStrictEqual(ok(yield* listKeys(baseUrl, owner.token, org)).apiKeys, [], "no failed create left a key")
+        assert.deepStrictEqual(
+          ok(yield* listKeys(baseUrl, owner.token, org)).apiKeys,
+          [],
+          "no failed create left a key"
+        )
 
         // The edges of the valid range.
-        const longest = yield* mint(baseUrl, owner.token, org, { label: "y".repeat(128), role: "viewer", expiresAt: future })
+        const longest = yield* mint(baseUrl, owner.token, org, {
+          label: "y".repeat(128),
+          role: "viewer",
+          expiresAt: future
+        })
         assert.strictEqual(longest.label, "y".repeat(128))
         assert.strictEqual(longest.expiresAt, future)
-        const offset = yield* mint(baseUrl, owner.token, org, { role: "viewer", expiresAt: "2099-06-01T12:00:00+02:00" })
+        const offset = yield* mint(baseUrl, owner.token, org, {
+          role: "viewer",
+          expiresAt: "2099-06-01T12:00:00+02:00"
+        })
         assert.strictEqual(offset.expiresAt, "2099-06-01T10:00:00.000Z")
         const leapDay = yield* mint(baseUrl, owner.token, org, { role: "viewer", expiresAt: "2096-02-29" })
         assert.strictEqual(leapDay.expiresAt, "2096-02-29T00:00:00.000Z")
@@ -455,8 +553,9 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const owner = yield* newUser(baseUrl)
         const org = owner.personal.id
-        const second = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Second" } }))
-          .organization
+        const second =
+          ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Second" } }))
+            .organization
         const elsewhere = yield* createProject(baseUrl, owner.token, second.id)
         const before = ok(yield* listKeys(baseUrl, owner.token, org)).apiKeys
 
@@ -472,12 +571,21 @@ for (const backend of backends) {
         // The other field checks come first and answer as before.
         const past = new Date(Date.now() - 1000).toISOString()
         const expired = failed(
-          yield* createKey(baseUrl, owner.token, org, { label: "ghost", role: "project_viewer", projectId: projectId(), expiresAt: past }),
+          yield* createKey(baseUrl, owner.token, org, {
+            label: "ghost",
+            role: "project_viewer",
+            projectId: projectId(),
+            expiresAt: past
+          }),
           422,
           "validation_failed"
         )
         assert.deepStrictEqual(Object.keys(expired.details.fields), ["expiresAt"])
-        assert.deepStrictEqual(ok(yield* listKeys(baseUrl, owner.token, org)).apiKeys, before, "no refused create left a key")
+        assert.deepStrictEqual(
+          ok(yield* listKeys(baseUrl, owner.token, org)).apiKeys,
+          before,
+          "no refused create left a key"
+        )
 
         // An archived project still exists: a key may be minted on it.
         const archived = yield* createProject(baseUrl, owner.token, org)
@@ -494,7 +602,11 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const owner = yield* newUser(baseUrl, "owner")
         const org = owner.personal.id
-        const [admin, builder, viewer] = [yield* newUser(baseUrl, "admin"), yield* newUser(baseUrl, "builder"), yield* newUser(baseUrl, "viewer")]
+        const [admin, builder, viewer] = [
+          yield* newUser(baseUrl, "admin"),
+          yield* newUser(baseUrl, "builder"),
+          yield* newUser(baseUrl, "viewer")
+        ]
         yield* seedBinding(org, "user", admin.user.id, "admin")
         yield* seedBinding(org, "user", builder.user.id, "builder")
         yield* seedBinding(org, "user", viewer.user.id, "viewer")
@@ -509,7 +621,12 @@ for (const backend of backends) {
           assert.strictEqual(error.details.role, role)
         }
         const project = yield* createProject(baseUrl, owner.token, org)
-        for (const body of [{ role: "admin" }, { role: "builder" }, { role: "viewer" }, { role: "project_admin", projectId: project }]) {
+        for (
+          const body of [{ role: "admin" }, { role: "builder" }, { role: "viewer" }, {
+            role: "project_admin",
+            projectId: project
+          }]
+        ) {
           yield* mint(baseUrl, admin.token, org, body)
         }
         // A builder may list keys but create none; a viewer may do neither.
@@ -527,7 +644,11 @@ for (const backend of backends) {
         const sql = yield* SqlClient.SqlClient
         const owner = yield* newUser(baseUrl)
         const project = yield* createProject(baseUrl, owner.token, owner.personal.id)
-        const key = yield* mint(baseUrl, owner.token, owner.personal.id, { label: "audited", role: "project_viewer", projectId: project })
+        const key = yield* mint(baseUrl, owner.token, owner.personal.id, {
+          label: "audited",
+          role: "project_viewer",
+          projectId: project
+        })
         ok(yield* revokeKey(baseUrl, owner.token, owner.personal.id, key.id))
         const material = [key.secret, key.secret.slice(3), key.prefix, sha256(key.secret)]
 
@@ -575,7 +696,17 @@ for (const backend of backends) {
         const env = { CP_BASE_URL: baseUrl, CP_TOKEN: owner.token, CP_CONFIG_DIR: `/nonexistent/${randomUUID()}` }
         const slug = owner.personal.slug
 
-        const created = yield* cpctl(env, "api-keys", "create", "from the CLI", "--workspace", slug, "--role", "builder", "--json")
+        const created = yield* cpctl(
+          env,
+          "api-keys",
+          "create",
+          "from the CLI",
+          "--workspace",
+          slug,
+          "--role",
+          "builder",
+          "--json"
+        )
         assert.strictEqual(created.exitCode, 0, created.stderr)
         const { apiKey } = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ apiKey: CreatedApiKey })))(
           created.stdout
@@ -594,7 +725,12 @@ for (const backend of backends) {
         assert.notInclude(list.stdout, "sk_" + apiKey.secret.slice(3, 20))
         const json = yield* cpctl(env, "--json", "api-keys", "list", "-w", slug, "--limit", "1")
         const page = Schema.decodeUnknownSync(
-          Schema.fromJsonString(Schema.Struct({ data: Schema.Struct({ apiKeys: Schema.Array(ApiKey) }), cursor: Schema.NullOr(Schema.String) }))
+          Schema.fromJsonString(
+            Schema.Struct({
+              data: Schema.Struct({ apiKeys: Schema.Array(ApiKey) }),
+              cursor: Schema.NullOr(Schema.String)
+            })
+          )
         )(json.stdout)
         assert.lengthOf(page.data.apiKeys, 1)
         assert.isString(page.cursor)
@@ -602,9 +738,17 @@ for (const backend of backends) {
         const revoked = yield* cpctl(env, "api-keys", "revoke", apiKey.id, "--workspace", slug)
         assert.strictEqual(revoked.exitCode, 0, revoked.stderr)
         assert.include(revoked.stdout, apiKey.id)
-        failed(yield* call(baseUrl, "GET", `/v1/organizations/${slug}`, { token: apiKey.secret }), 401, "unauthenticated")
+        failed(
+          yield* call(baseUrl, "GET", `/v1/organizations/${slug}`, { token: apiKey.secret }),
+          401,
+          "unauthenticated"
+        )
         const again = yield* cpctl(env, "api-keys", "revoke", apiKey.id, "--workspace", slug)
-        assert.deepStrictEqual(again, { stdout: "", stderr: "error conflict: This API key is already revoked\n", exitCode: 1 })
+        assert.deepStrictEqual(again, {
+          stdout: "",
+          stderr: "error conflict: This API key is already revoked\n",
+          exitCode: 1
+        })
         const bad = yield* cpctl(env, "api-keys", "create", "x", "--workspace", slug, "--role", "project_admin")
         assert.strictEqual(bad.exitCode, 1)
         assert.match(bad.stderr, /^error validation_failed: /)

@@ -19,13 +19,15 @@ import { Effect, FileSystem, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
-import { signInWithPersonal } from "./support/session.ts"
+import { cpctl } from "./support/cli.ts"
+import { failed, ok, type Res } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
-import { type Res, failed, ok } from "./support/envelope.ts"
-import { cpctl } from "./support/cli.ts"
+import { signInWithPersonal } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
+const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
+  ? ["pglite", "postgres"]
+  : ["pglite"]
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -138,7 +140,12 @@ for (const backend of backends) {
 
       /** `GET /v1/organizations/{ref}/audit?{query}`. */
       const audit = (baseUrl: string, token: string | undefined, ref: string, query = "") =>
-        call(baseUrl, "GET", `/v1/organizations/${ref}/audit${query === "" ? "" : `?${query}`}`, token === undefined ? {} : { token })
+        call(
+          baseUrl,
+          "GET",
+          `/v1/organizations/${ref}/audit${query === "" ? "" : `?${query}`}`,
+          token === undefined ? {} : { token }
+        )
 
       const entriesOf = (baseUrl: string, token: string, ref: string, query = "") =>
         Effect.map(audit(baseUrl, token, ref, query), (res) => {
@@ -172,17 +179,21 @@ for (const backend of backends) {
               correlationId: "req_seeded"
             }
             const data = sql.json(row.payload ?? {})
-            yield* sql`insert into events ${sql.insert({ id: eventId, type: row.eventType, data, traceContext: null, ...common })}`
-            yield* sql`insert into audit_entries ${sql.insert({
-              id,
-              eventId,
-              eventType: row.eventType,
-              source: "api",
-              category: row.category,
-              description: `${row.eventType} (seeded)`,
-              payload: data,
-              ...common
-            })}`
+            yield* sql`insert into events ${
+              sql.insert({ id: eventId, type: row.eventType, data, traceContext: null, ...common })
+            }`
+            yield* sql`insert into audit_entries ${
+              sql.insert({
+                id,
+                eventId,
+                eventType: row.eventType,
+                source: "api",
+                category: row.category,
+                description: `${row.eventType} (seeded)`,
+                payload: data,
+                ...common
+              })
+            }`
             ids.push(id)
           }
           return ids
@@ -245,7 +256,10 @@ for (const backend of backends) {
             assert.deepStrictEqual(ok(yield* audit(baseUrl, user.token, ref)).auditEntries, entries)
           }
           const aliased = ok(yield* call(baseUrl, "GET", `/v1/workspaces/${org.slug}/audit`, { token: user.token }))
-          assert.deepStrictEqual(aliased.auditEntries.map((e: any) => e.workspaceId), [org.workspaceRef, org.workspaceRef])
+          assert.deepStrictEqual(aliased.auditEntries.map((e: any) => e.workspaceId), [
+            org.workspaceRef,
+            org.workspaceRef
+          ])
 
           // The Personal workspace of the first sign-in was audited the same way.
           const personal = yield* entriesOf(baseUrl, user.token, user.personal.id)
@@ -335,7 +349,11 @@ for (const backend of backends) {
           const between = (from: number, to: number) => types(`from=${iso(from)}&to=${iso(to)}`)
 
           assert.deepStrictEqual(yield* between(T0 + 2, T0 + 2), ["project.archived", "subscription.updated"])
-          assert.deepStrictEqual(yield* between(T0 + 1, T0 + 2), ["project.archived", "subscription.updated", "api_key.created"])
+          assert.deepStrictEqual(yield* between(T0 + 1, T0 + 2), [
+            "project.archived",
+            "subscription.updated",
+            "api_key.created"
+          ])
           assert.deepStrictEqual(yield* between(T0, T0), ["project.created"])
           assert.deepStrictEqual(yield* between(T0 - 1, T0 - 1), [])
           assert.deepStrictEqual(yield* between(T0 + 3, T0 + 3), ["member.role_changed"])
@@ -344,7 +362,10 @@ for (const backend of backends) {
           assert.deepStrictEqual(yield* types(`from=${iso(T0 + 4)}`), ["membership.added", "organization.created"])
           // The same instant written with an offset (the `+` URL-encoded).
           const plusTwo = encodeURIComponent("2025-06-01T14:00:00.002+02:00")
-          assert.deepStrictEqual(yield* types(`from=${plusTwo}&to=${plusTwo}`), ["project.archived", "subscription.updated"])
+          assert.deepStrictEqual(yield* types(`from=${plusTwo}&to=${plusTwo}`), [
+            "project.archived",
+            "subscription.updated"
+          ])
           // from after to: no instant satisfies both, so the page is empty (not an error).
           assert.deepStrictEqual(yield* between(T0 + 3, T0 + 1), [])
         }))
@@ -399,16 +420,28 @@ for (const backend of backends) {
             422,
             "validation_failed"
           )
-          assert.deepStrictEqual(Object.keys(many.details.fields).sort(), ["actorType", "category", "from", "limit", "to"])
+          assert.deepStrictEqual(Object.keys(many.details.fields).sort(), [
+            "actorType",
+            "category",
+            "from",
+            "limit",
+            "to"
+          ])
           // A filter given twice is malformed too.
-          const twice = failed(yield* audit(baseUrl, owner.token, ref, "category=a&category=b"), 422, "validation_failed")
+          const twice = failed(
+            yield* audit(baseUrl, owner.token, ref, "category=a&category=b"),
+            422,
+            "validation_failed"
+          )
           assert.deepStrictEqual(Object.keys(twice.details.fields), ["category"])
 
           // More malformed requests than the identity bucket holds, and none of them was charged.
           for (let i = 0; i < 130 - malformed.length; i++) {
             failed(yield* audit(baseUrl, owner.token, ref, "actorType=robot"), 422, "validation_failed")
           }
-          const bucket = sql<{ count: number }>`select count from rate_limit_buckets where key = ${`audit:identity:${owner.user.id}`}`
+          const bucket = sql<
+            { count: number }
+          >`select count from rate_limit_buckets where key = ${`audit:identity:${owner.user.id}`}`
           assert.deepStrictEqual(yield* bucket, [])
           ok(yield* audit(baseUrl, owner.token, ref))
           assert.deepStrictEqual((yield* bucket).map((row) => row.count), [1])
@@ -432,7 +465,12 @@ for (const backend of backends) {
           const second = yield* entriesOf(baseUrl, owner.token, org.id, `${empty}&limit=2&cursor=${cursor}`)
           assert.deepStrictEqual(second.map((e) => e.id), all.slice(2, 4).map((e) => e.id))
           const emptyFirst = yield* audit(baseUrl, owner.token, org.id, `${empty}&limit=2`)
-          const again = yield* entriesOf(baseUrl, owner.token, org.id, `limit=2&cursor=${encodeURIComponent((emptyFirst.json as any).meta.cursor)}`)
+          const again = yield* entriesOf(
+            baseUrl,
+            owner.token,
+            org.id,
+            `limit=2&cursor=${encodeURIComponent((emptyFirst.json as any).meta.cursor)}`
+          )
           assert.deepStrictEqual(again.map((e) => e.id), all.slice(2, 4).map((e) => e.id))
         }))
 
@@ -446,7 +484,10 @@ for (const backend of backends) {
           assert.isString(raw)
           const cursor = encodeURIComponent(raw)
           const orgsCursor = encodeURIComponent(
-            (yield* Effect.map(call(baseUrl, "GET", "/v1/organizations?limit=1", { token: owner.token }), (r) => (r.json as any).meta.cursor))
+            yield* Effect.map(
+              call(baseUrl, "GET", "/v1/organizations?limit=1", { token: owner.token }),
+              (r) => (r.json as any).meta.cursor
+            )
           )
           const tampered = encodeURIComponent(raw.slice(0, -2) + (raw.endsWith("A") ? "BB" : "AA"))
           const misuses: ReadonlyArray<readonly [string, string]> = [
@@ -525,7 +566,12 @@ for (const backend of backends) {
           const ownerPage = yield* audit(baseUrl, owner.token, org.id, "limit=1")
           assert.deepStrictEqual(ok(yield* audit(baseUrl, admin.token, org.id, "limit=1")), ok(ownerPage))
           // The owner's cursor is bound to the workspace and filters, not to the owner.
-          const next = yield* audit(baseUrl, admin.token, org.id, `limit=1&cursor=${encodeURIComponent((ownerPage.json as any).meta.cursor)}`)
+          const next = yield* audit(
+            baseUrl,
+            admin.token,
+            org.id,
+            `limit=1&cursor=${encodeURIComponent((ownerPage.json as any).meta.cursor)}`
+          )
           assert.lengthOf(ok(next).auditEntries, 1)
 
           for (const role of ["viewer", "builder", "billing_admin"]) {
@@ -548,7 +594,11 @@ for (const backend of backends) {
           failed(yield* audit(baseUrl, owner.token, "no-such-workspace"), 404, "not_found")
           failed(yield* audit(baseUrl, undefined, org.id), 401, "unauthenticated")
           failed(yield* audit(baseUrl, "sps_ses_nope.nope", org.id), 401, "unauthenticated")
-          failed(yield* call(baseUrl, "POST", `/v1/organizations/${org.id}/audit`, { token: owner.token, body: {} }), 405, "unsupported")
+          failed(
+            yield* call(baseUrl, "POST", `/v1/organizations/${org.id}/audit`, { token: owner.token, body: {} }),
+            405,
+            "unsupported"
+          )
         }))
 
       it.effect("the OpenAPI document lists the audit route with every filter", () =>
@@ -607,17 +657,33 @@ for (const backend of backends) {
             const fs = yield* FileSystem.FileSystem
             const { baseUrl } = yield* TestServer
             const { owner, organization: org } = yield* variedWorkspace(baseUrl)
-            const env = { CP_BASE_URL: baseUrl, CP_TOKEN: owner.token, CP_CONFIG_DIR: yield* fs.makeTempDirectoryScoped() }
+            const env = {
+              CP_BASE_URL: baseUrl,
+              CP_TOKEN: owner.token,
+              CP_CONFIG_DIR: yield* fs.makeTempDirectoryScoped()
+            }
             const run = (...args: ReadonlyArray<string>) => cpctl(env, ...args)
 
             const Page = Schema.Struct({
               data: Schema.Struct({ auditEntries: Schema.Array(AuditEntry) }),
               cursor: Schema.NullOr(Schema.String)
             })
-            const json = yield* run("audit", "list", org.slug, "--category", "projects", "--actor-type", "workflow", "--json")
+            const json = yield* run(
+              "audit",
+              "list",
+              org.slug,
+              "--category",
+              "projects",
+              "--actor-type",
+              "workflow",
+              "--json"
+            )
             assert.strictEqual(json.exitCode, 0, json.stderr)
             const page = Schema.decodeUnknownSync(Schema.fromJsonString(Page))(json.stdout)
-            assert.deepStrictEqual(page.data.auditEntries.map((e) => [e.eventType, e.actorId]), [["project.archived", CI]])
+            assert.deepStrictEqual(page.data.auditEntries.map((e) => [e.eventType, e.actorId]), [[
+              "project.archived",
+              CI
+            ]])
             assert.isNull(page.cursor)
 
             const filtered = yield* run(
@@ -648,7 +714,10 @@ for (const backend of backends) {
             const first = yield* run("audit", "list", org.workspaceRef, "--category", "projects", "--limit", "1")
             assert.strictEqual(first.exitCode, 0, first.stderr)
             const more = first.stdout.trimEnd().split("\n").at(-1) ?? ""
-            assert.match(more, new RegExp(`^More: cpctl audit list ${org.workspaceRef} --category projects --limit 1 --cursor \\S+$`))
+            assert.match(
+              more,
+              new RegExp(`^More: cpctl audit list ${org.workspaceRef} --category projects --limit 1 --cursor \\S+$`)
+            )
             assert.include(first.stdout, "project.archived")
             const second = yield* run(...more.replace(/^More: cpctl /, "").split(" ").filter((word) => word !== ""))
             assert.strictEqual(second.exitCode, 0, second.stderr)

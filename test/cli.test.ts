@@ -7,9 +7,9 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Schema } from "effect"
 import { StoredCredentials } from "../packages/cli/src/credentials.ts"
-import { freshEmail } from "./support/session.ts"
-import { call, TestServer, testServer } from "./support/server.ts"
 import { cpctl } from "./support/cli.ts"
+import { call, TestServer, testServer } from "./support/server.ts"
+import { freshEmail } from "./support/session.ts"
 
 /** Decodes what `--json` printed (or a file holds) with the domain's own schema. */
 const parse = <S extends Schema.Codec<unknown, unknown>>(schema: S, json: string): S["Type"] =>
@@ -35,9 +35,14 @@ layer(Layer.merge(testServer("memory"), NodeServices.layer), { excludeTestServic
       const outbox = yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`)
       const code = Schema.decodeUnknownSync(Outbox)(outbox.json).data.messages[0]?.data.code ?? ""
 
-      const finish = (attempt: string) => run("login", "--base-url", baseUrl, "--challenge", challengeId, "--code", attempt)
+      const finish = (attempt: string) =>
+        run("login", "--base-url", baseUrl, "--challenge", challengeId, "--code", attempt)
       const wrong = yield* finish(code === "000000" ? "111111" : "000000")
-      assert.deepStrictEqual(wrong, { stdout: "", stderr: "error not_found: Unknown challenge or wrong code\n", exitCode: 1 })
+      assert.deepStrictEqual(wrong, {
+        stdout: "",
+        stderr: "error not_found: Unknown challenge or wrong code\n",
+        exitCode: 1
+      })
       const login = yield* finish(code)
       assert.strictEqual(login.exitCode, 0, login.stderr)
       assert.include(login.stdout, `Signed in to ${baseUrl} as ${email}`)

@@ -12,17 +12,30 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { cpctlAs as cpctl } from "./support/cli.ts"
 import { failed, ok } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, freshEmail, signIn } from "./support/session.ts"
-import { cpctlAs as cpctl } from "./support/cli.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
+const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
+  ? ["pglite", "postgres"]
+  : ["pglite"]
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-const SETTING_KEYS = ["createdAt", "description", "environmentId", "id", "key", "orgId", "projectId", "scopeKind", "updatedAt", "value"]
+const SETTING_KEYS = [
+  "createdAt",
+  "description",
+  "environmentId",
+  "id",
+  "key",
+  "orgId",
+  "projectId",
+  "scopeKind",
+  "updatedAt",
+  "value"
+]
 const FLAG_KEYS = [
   "createdAt",
   "description",
@@ -63,16 +76,36 @@ for (const backend of backends) {
           const prj = `${ws}/projects/${projectId}`
           const environment = ok(yield* as("POST", `${prj}/environments`, { name: `E ${randomUUID().slice(0, 8)}` }))
             .environment
-          return { orgId, projectId, environmentId: environment.id as string, ws, prj, env: `${prj}/environments/${environment.id}` }
+          return {
+            orgId,
+            projectId,
+            environmentId: environment.id as string,
+            ws,
+            prj,
+            env: `${prj}/environments/${environment.id}`
+          }
         })
-        return { baseUrl, session, token, as, root, rootScopes: yield* scopesOf(root.id), child: yield* scopesOf(child.id) }
+        return {
+          baseUrl,
+          session,
+          token,
+          as,
+          root,
+          rootScopes: yield* scopesOf(root.id),
+          child: yield* scopesOf(child.id)
+        }
       })
 
       it.effect("settings: create, list, patch at every scope, with the exact wire shape", () =>
         Effect.gen(function*() {
           const w = yield* world
           const { child } = w
-          for (const [prefix, scopeKind] of [[child.ws, "organization"], [child.prj, "project"], [child.env, "environment"]] as const) {
+          for (
+            const [prefix, scopeKind] of [[child.ws, "organization"], [child.prj, "project"], [
+              child.env,
+              "environment"
+            ]] as const
+          ) {
             const k = key()
             const created = ok(
               yield* w.as("POST", `${prefix}/config/settings`, { key: k, value: { a: 1 }, description: "d" })
@@ -90,8 +123,9 @@ for (const backend of backends) {
             assert.deepStrictEqual(settings.map((s: any) => s.id), [created.id])
             // Duplicate key at the same scope: 409.
             failed(yield* w.as("POST", `${prefix}/config/settings`, { key: k, value: 2 }), 409, "conflict")
-            const patched = ok(yield* w.as("PATCH", `${prefix}/config/settings/${created.id}`, { value: [1, 2], description: null }))
-              .setting
+            const patched =
+              ok(yield* w.as("PATCH", `${prefix}/config/settings/${created.id}`, { value: [1, 2], description: null }))
+                .setting
             assert.deepStrictEqual(patched.value, [1, 2])
             assert.isNull(patched.description)
             assert.strictEqual(patched.createdAt, created.createdAt)
@@ -106,28 +140,49 @@ for (const backend of backends) {
         Effect.gen(function*() {
           const w = yield* world
           const path = `${w.child.ws}/config/settings`
-          const bad = failed(yield* w.as("POST", path, { key: key(), value: 1, valueType: "int", visibility: "secret" }), 422, "validation_failed")
+          const bad = failed(
+            yield* w.as("POST", path, { key: key(), value: 1, valueType: "int", visibility: "secret" }),
+            422,
+            "validation_failed"
+          )
           assert.hasAllKeys(bad.details.fields, ["valueType", "visibility"])
-          const mismatch = failed(yield* w.as("POST", path, { key: key(), value: "x", valueType: "number" }), 422, "validation_failed")
+          const mismatch = failed(
+            yield* w.as("POST", path, { key: key(), value: "x", valueType: "number" }),
+            422,
+            "validation_failed"
+          )
           assert.hasAllKeys(mismatch.details.fields, ["value"])
           failed(yield* w.as("POST", path, { key: "bad key!", value: 1 }), 422, "validation_failed")
           failed(yield* w.as("POST", path, { value: 1 }), 422, "validation_failed")
-          const created = ok(yield* w.as("POST", path, { key: key(), value: 3, valueType: "number", visibility: "public" }))
-            .setting
+          const created =
+            ok(yield* w.as("POST", path, { key: key(), value: 3, valueType: "number", visibility: "public" }))
+              .setting
           assert.notProperty(created, "valueType")
           assert.notProperty(created, "visibility")
           // An omitted valueType keeps the stored declaration: a string no longer fits.
-          const kept = failed(yield* w.as("PATCH", `${path}/${created.id}`, { value: "three" }), 422, "validation_failed")
+          const kept = failed(
+            yield* w.as("PATCH", `${path}/${created.id}`, { value: "three" }),
+            422,
+            "validation_failed"
+          )
           assert.hasAllKeys(kept.details.fields, ["value"])
           // Changing the type checks the stored value against it.
           failed(yield* w.as("PATCH", `${path}/${created.id}`, { valueType: "boolean" }), 422, "validation_failed")
           ok(yield* w.as("PATCH", `${path}/${created.id}`, { valueType: "string", value: "three" }))
           failed(yield* w.as("PATCH", `${path}/${created.id}`, { visibility: "nope" }), 422, "validation_failed")
-          for (const [valueType, value] of [["string", "s"], ["boolean", true], ["json", null], ["json", { x: [1] }]] as const) {
+          for (
+            const [valueType, value] of [["string", "s"], ["boolean", true], ["json", null], ["json", {
+              x: [1]
+            }]] as const
+          ) {
             ok(yield* w.as("POST", path, { key: key(), value, valueType }))
           }
           // `overridable` is only for an account root's workspace scope.
-          const notRoot = failed(yield* w.as("POST", path, { key: key(), value: 1, overridable: false }), 422, "validation_failed")
+          const notRoot = failed(
+            yield* w.as("POST", path, { key: key(), value: 1, overridable: false }),
+            422,
+            "validation_failed"
+          )
           assert.hasAllKeys(notRoot.details.fields, ["overridable"])
           failed(
             yield* w.as("POST", `${w.rootScopes.prj}/config/settings`, { key: key(), value: 1, overridable: false }),
@@ -143,15 +198,32 @@ for (const backend of backends) {
           const otherSetting = ok(yield* w.as("POST", `${child.prj}/config/settings`, { key: key(), value: 1 })).setting
           // A setting of another scope is not found at this one.
           failed(yield* w.as("PATCH", `${child.ws}/config/settings/${otherSetting.id}`, { value: 2 }), 404, "not_found")
-          failed(yield* w.as("PATCH", `${child.env}/config/settings/${otherSetting.id}`, { value: 2 }), 404, "not_found")
-          const flag = ok(yield* w.as("POST", `${child.ws}/config/feature-flags`, { key: key(), enabled: true })).featureFlag
-          failed(yield* w.as("PATCH", `${child.prj}/config/feature-flags/${flag.id}`, { enabled: false }), 404, "not_found")
+          failed(
+            yield* w.as("PATCH", `${child.env}/config/settings/${otherSetting.id}`, { value: 2 }),
+            404,
+            "not_found"
+          )
+          const flag =
+            ok(yield* w.as("POST", `${child.ws}/config/feature-flags`, { key: key(), enabled: true })).featureFlag
+          failed(
+            yield* w.as("PATCH", `${child.prj}/config/feature-flags/${flag.id}`, { enabled: false }),
+            404,
+            "not_found"
+          )
           failed(yield* w.as("PATCH", `${child.ws}/config/settings/stg_nope`, { value: 2 }), 404, "not_found")
           // A project or environment of another workspace (or none) is not there.
           const foreignProject = `${child.ws}/projects/${rootScopes.projectId}`
           failed(yield* w.as("GET", `${foreignProject}/config/settings`), 404, "not_found")
-          failed(yield* w.as("POST", `${foreignProject}/config/feature-flags`, { key: key(), enabled: true }), 404, "not_found")
-          failed(yield* w.as("GET", `${child.prj}/environments/${rootScopes.environmentId}/config/settings`), 404, "not_found")
+          failed(
+            yield* w.as("POST", `${foreignProject}/config/feature-flags`, { key: key(), enabled: true }),
+            404,
+            "not_found"
+          )
+          failed(
+            yield* w.as("GET", `${child.prj}/environments/${rootScopes.environmentId}/config/settings`),
+            404,
+            "not_found"
+          )
           failed(yield* w.as("GET", `${foreignProject}/config/settings/resolve?key=ui.theme`), 404, "not_found")
           ok(yield* w.as("GET", `${child.prj}/config/settings/resolve?key=ui.theme`))
         }))
@@ -168,13 +240,23 @@ for (const backend of backends) {
 
           // Built-in default.
           const builtin = ok(yield* resolve(child.env, "ui.theme")).setting
-          assert.deepInclude(builtin, { id: null, value: "system", overridable: true, inheritedFrom: { scopeKind: "default" } })
+          assert.deepInclude(builtin, {
+            id: null,
+            value: "system",
+            overridable: true,
+            inheritedFrom: { scopeKind: "default" }
+          })
 
           const setAt = (prefix: string, value: number, extra: object = {}) =>
             Effect.map(w.as("POST", `${prefix}/config/settings`, { key: k, value, ...extra }), (res) => ok(res).setting)
           const account = yield* setAt(rootScopes.ws, 1)
           let got = ok(yield* resolve(child.env)).setting
-          assert.deepInclude(got, { id: account.id, value: 1, overridable: true, inheritedFrom: { scopeKind: "account" } })
+          assert.deepInclude(got, {
+            id: account.id,
+            value: 1,
+            overridable: true,
+            inheritedFrom: { scopeKind: "account" }
+          })
           const workspace = yield* setAt(child.ws, 2)
           got = ok(yield* resolve(child.env)).setting
           assert.deepInclude(got, { id: workspace.id, value: 2, inheritedFrom: { scopeKind: "organization" } })
@@ -185,7 +267,12 @@ for (const backend of backends) {
           assert.deepInclude(ok(yield* resolve(child.ws)).setting, { value: 2 })
           const environment = yield* setAt(child.env, 4)
           got = ok(yield* resolve(child.env)).setting
-          assert.deepInclude(got, { id: environment.id, value: 4, overridable: true, inheritedFrom: { scopeKind: "environment" } })
+          assert.deepInclude(got, {
+            id: environment.id,
+            value: 4,
+            overridable: true,
+            inheritedFrom: { scopeKind: "environment" }
+          })
           assert.deepStrictEqual(Object.keys(got).sort(), [...SETTING_KEYS, "inheritedFrom", "overridable"].sort())
 
           // Lock the account setting: the guardrail wins at every scope of the child and of the root itself.
@@ -215,7 +302,9 @@ for (const backend of backends) {
 
           // A guardrail created locked.
           const locked = key("locked")
-          ok(yield* w.as("POST", `${rootScopes.ws}/config/settings`, { key: locked, value: "root", overridable: false }))
+          ok(
+            yield* w.as("POST", `${rootScopes.ws}/config/settings`, { key: locked, value: "root", overridable: false })
+          )
           ok(yield* w.as("POST", `${child.env}/config/settings`, { key: locked, value: "env" }))
           assert.deepInclude(ok(yield* resolve(child.env, locked)).setting, { value: "root", overridable: false })
         }))
@@ -230,8 +319,9 @@ for (const backend of backends) {
           const asViewer = (path: string) => call(w.baseUrl, "GET", path, { token: viewer.token })
           for (const prefix of [child.ws, child.prj, child.env]) {
             const k = key("masked")
-            const created = ok(yield* w.as("POST", `${prefix}/config/settings`, { key: k, value: "hunter2", visibility: "masked" }))
-              .setting
+            const created =
+              ok(yield* w.as("POST", `${prefix}/config/settings`, { key: k, value: "hunter2", visibility: "masked" }))
+                .setting
             assert.strictEqual(created.value, "hunter2")
             assert.notProperty(created, "masked")
             const seen = ok(yield* asViewer(`${prefix}/config/settings`)).settings.find((s: any) => s.id === created.id)
@@ -240,17 +330,26 @@ for (const backend of backends) {
             assert.deepInclude(resolved, { value: null, masked: true })
             assert.notInclude(JSON.stringify(resolved), "hunter2")
             // The owner (write permission) sees it.
-            assert.strictEqual(ok(yield* w.as("GET", `${prefix}/config/settings/resolve?key=${k}`)).setting.value, "hunter2")
+            assert.strictEqual(
+              ok(yield* w.as("GET", `${prefix}/config/settings/resolve?key=${k}`)).setting.value,
+              "hunter2"
+            )
             // A viewer cannot write.
             failed(
-              yield* call(w.baseUrl, "POST", `${prefix}/config/settings`, { token: viewer.token, body: { key: key(), value: 1 } }),
+              yield* call(w.baseUrl, "POST", `${prefix}/config/settings`, {
+                token: viewer.token,
+                body: { key: key(), value: 1 }
+              }),
               403,
               "forbidden"
             )
           }
           // Internal (the default) and public values are readable.
           const plain = ok(yield* w.as("POST", `${child.ws}/config/settings`, { key: key(), value: 5 })).setting
-          assert.strictEqual(ok(yield* asViewer(`${child.ws}/config/settings`)).settings.find((s: any) => s.id === plain.id).value, 5)
+          assert.strictEqual(
+            ok(yield* asViewer(`${child.ws}/config/settings`)).settings.find((s: any) => s.id === plain.id).value,
+            5
+          )
         }))
 
       it.effect("feature flags: create, list, patch, 409, 422, 404 at every scope", () =>
@@ -259,8 +358,9 @@ for (const backend of backends) {
           for (const prefix of [w.child.ws, w.child.prj, w.child.env]) {
             const path = `${prefix}/config/feature-flags`
             const k = key("flag")
-            const flag = ok(yield* w.as("POST", path, { key: k, enabled: true, value: { pct: 10 }, description: "rollout" }))
-              .featureFlag
+            const flag =
+              ok(yield* w.as("POST", path, { key: k, enabled: true, value: { pct: 10 }, description: "rollout" }))
+                .featureFlag
             assert.deepStrictEqual(Object.keys(flag).sort(), FLAG_KEYS)
             assert.match(flag.id, new RegExp(`^flg_${ULID}$`))
             assert.deepInclude(flag, { key: k, enabled: true, value: { pct: 10 }, description: "rollout" })
@@ -282,10 +382,18 @@ for (const backend of backends) {
           const w = yield* world
           const { child } = w
           const k = key("evt")
-          const setting = ok(yield* w.as("POST", `${child.prj}/config/settings`, { key: k, value: "sekrit-value-1", visibility: "masked" }))
+          const setting = ok(
+            yield* w.as("POST", `${child.prj}/config/settings`, {
+              key: k,
+              value: "sekrit-value-1",
+              visibility: "masked"
+            })
+          )
             .setting
           ok(yield* w.as("PATCH", `${child.prj}/config/settings/${setting.id}`, { value: "sekrit-value-2" }))
-          const flag = ok(yield* w.as("POST", `${child.env}/config/feature-flags`, { key: k, enabled: true, value: "sekrit-flag" }))
+          const flag = ok(
+            yield* w.as("POST", `${child.env}/config/feature-flags`, { key: k, enabled: true, value: "sekrit-flag" })
+          )
             .featureFlag
           ok(yield* w.as("PATCH", `${child.env}/config/feature-flags/${flag.id}`, { value: "sekrit-flag-2" }))
           const sql = yield* SqlClient.SqlClient
@@ -293,7 +401,12 @@ for (const backend of backends) {
             select type, subject_id, data, project_id from events
             where org_id = ${child.orgId} and (type = 'settings.updated' or type = 'feature.updated')
             order by occurred_at, id`.pipe(Effect.orDie)
-          assert.deepStrictEqual(events.map((e) => e.type), ["settings.updated", "settings.updated", "feature.updated", "feature.updated"])
+          assert.deepStrictEqual(events.map((e) => e.type), [
+            "settings.updated",
+            "settings.updated",
+            "feature.updated",
+            "feature.updated"
+          ])
           for (const event of events) {
             assert.notInclude(JSON.stringify(event.data), "sekrit")
             assert.strictEqual(event.projectId, child.projectId)
@@ -306,9 +419,16 @@ for (const backend of backends) {
             scopeKind: "project",
             changed: ["value"]
           })
-          assert.deepInclude(data(events[2]!.data), { action: "created", flagId: flag.id, key: k, scopeKind: "environment" })
+          assert.deepInclude(data(events[2]!.data), {
+            action: "created",
+            flagId: flag.id,
+            key: k,
+            scopeKind: "environment"
+          })
           const audit = ok(yield* w.as("GET", `${child.ws}/audit?category=configuration`))
-          const entries = (audit.entries ?? audit.auditEntries ?? Object.values(audit).find(Array.isArray)) as Array<any>
+          const entries = (audit.entries ?? audit.auditEntries ?? Object.values(audit).find(Array.isArray)) as Array<
+            any
+          >
           assert.isAtLeast(entries.length, 4)
           assert.notInclude(JSON.stringify(audit), "sekrit")
         }))
@@ -321,35 +441,65 @@ for (const backend of backends) {
           const prj = { ...ws, projectId: w.child.projectId as any }
           const env = { ...prj, environmentId: w.child.environmentId as any }
           const k = key("client")
-          const { setting } = yield* client.configuration.createSetting({ params: ws, payload: { key: k, value: 1, valueType: "number" } })
+          const { setting } = yield* client.configuration.createSetting({
+            params: ws,
+            payload: { key: k, value: 1, valueType: "number" }
+          })
           assert.strictEqual(setting.value, 1)
           assert.instanceOf(setting.createdAt, Date)
-          const updated = yield* client.configuration.updateSetting({ params: { ...ws, settingId: setting.id }, payload: { value: 2 } })
+          const updated = yield* client.configuration.updateSetting({
+            params: { ...ws, settingId: setting.id },
+            payload: { value: 2 }
+          })
           assert.strictEqual(updated.setting.value, 2)
           const listed = yield* client.configuration.listSettings({ params: ws, query: {} })
           assert.deepStrictEqual(listed.data.settings.map((s) => s.id), [setting.id])
           const resolved = yield* client.environmentConfiguration.resolveSetting({ params: env, query: { key: k } })
           assert.deepStrictEqual(resolved.setting.inheritedFrom, { scopeKind: "organization" })
           yield* client.projectConfiguration.createSetting({ params: prj, payload: { key: k, value: 3 } })
-          assert.strictEqual((yield* client.environmentConfiguration.resolveSetting({ params: env, query: { key: k } })).setting.value, 3)
-          const envSetting = yield* client.environmentConfiguration.createSetting({ params: env, payload: { key: k, value: 4 } })
+          assert.strictEqual(
+            (yield* client.environmentConfiguration.resolveSetting({ params: env, query: { key: k } })).setting.value,
+            3
+          )
+          const envSetting = yield* client.environmentConfiguration.createSetting({
+            params: env,
+            payload: { key: k, value: 4 }
+          })
           yield* client.environmentConfiguration.updateSetting({
             params: { ...env, settingId: envSetting.setting.id },
             payload: { value: 5 }
           })
-          assert.strictEqual((yield* client.projectConfiguration.listSettings({ params: prj, query: {} })).data.settings.length, 1)
-          assert.strictEqual((yield* client.environmentConfiguration.listSettings({ params: env, query: {} })).data.settings[0]!.value, 5)
-          for (const group of [client.configuration, client.projectConfiguration, client.environmentConfiguration] as const) {
+          assert.strictEqual(
+            (yield* client.projectConfiguration.listSettings({ params: prj, query: {} })).data.settings.length,
+            1
+          )
+          assert.strictEqual(
+            (yield* client.environmentConfiguration.listSettings({ params: env, query: {} })).data.settings[0]!.value,
+            5
+          )
+          for (
+            const group of [client.configuration, client.projectConfiguration, client.environmentConfiguration] as const
+          ) {
             const params = group === client.configuration ? ws : group === client.projectConfiguration ? prj : env
-            const { featureFlag } = yield* loose(group.createFeatureFlag)({ params, payload: { key: k, enabled: true } })
-            const patched = yield* loose(group.updateFeatureFlag)({ params: { ...params, flagId: featureFlag.id }, payload: { enabled: false } })
+            const { featureFlag } = yield* loose(group.createFeatureFlag)({
+              params,
+              payload: { key: k, enabled: true }
+            })
+            const patched = yield* loose(group.updateFeatureFlag)({
+              params: { ...params, flagId: featureFlag.id },
+              payload: { enabled: false }
+            })
             assert.isFalse(patched.featureFlag.enabled)
             const flags = yield* loose(group.listFeatureFlags)({ params, query: {} })
             assert.deepStrictEqual(flags.data.featureFlags.map((f: any) => f.id), [featureFlag.id])
           }
-          const conflict = yield* Effect.flip(client.configuration.createSetting({ params: ws, payload: { key: k, value: 1 } }))
+          const conflict = yield* Effect.flip(
+            client.configuration.createSetting({ params: ws, payload: { key: k, value: 1 } })
+          )
           assert.instanceOf(conflict, Conflict)
-          const missing = yield* Effect.flip(client.configuration.resolveSetting({ params: ws, query: { key: key("none") } }))
+          const missing = yield* Effect.flip(
+            client.configuration.resolveSetting({ params: ws, query: { key: key("none") } })
+          )
           assert.instanceOf(missing, NotFound)
         }))
 
@@ -399,7 +549,11 @@ for (const backend of backends) {
           assert.isString(cursor)
           const page2 = ok(yield* w.as("GET", `${path}?limit=2&cursor=${encodeURIComponent(cursor)}`))
           assert.strictEqual(page2.settings.length, 1)
-          failed(yield* w.as("GET", `${w.child.prj}/config/settings?cursor=${encodeURIComponent(cursor)}`), 422, "validation_failed")
+          failed(
+            yield* w.as("GET", `${w.child.prj}/config/settings?cursor=${encodeURIComponent(cursor)}`),
+            422,
+            "validation_failed"
+          )
           failed(yield* w.as("GET", `${path}?limit=0`), 422, "validation_failed")
         }))
     }

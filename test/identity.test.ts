@@ -5,13 +5,7 @@
  * the domain API. The whole suite runs on PGlite; the core flow also runs on PostgreSQL when `DATABASE_URL`
  * is set. Challenge and session expiry need a movable clock: `packages/server/test/identity/service.test.ts`.
  */
-import {
-  NotFound,
-  PreconditionFailed,
-  RateLimited,
-  Unauthenticated,
-  ValidationFailed
-} from "@cp/domain"
+import { NotFound, PreconditionFailed, RateLimited, Unauthenticated, ValidationFailed } from "@cp/domain"
 import { assert, layer, type Vitest } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { randomBytes } from "node:crypto"
@@ -405,7 +399,11 @@ layer(testServer("pglite"), { excludeTestServices: true })("identity over HTTP [
       validationOn(yield* completeLogin(baseUrl, challenge.challengeId, "12345"), "code")
       validationOn(yield* completeLogin(baseUrl, challenge.challengeId, "abcdef"), "code")
       validationOn(yield* completeLogin(baseUrl, "chl_nope", code), "challengeId")
-      const both = wireError(yield* call(baseUrl, "POST", "/v1/auth/login/complete", { body: {} }), 422, "validation_failed")
+      const both = wireError(
+        yield* call(baseUrl, "POST", "/v1/auth/login/complete", { body: {} }),
+        422,
+        "validation_failed"
+      )
       assert.includeMembers(Object.keys(both.details.fields), ["challengeId", "code"])
       // one wrong code does not spend the challenge
       okData(yield* completeLogin(baseUrl, challenge.challengeId, code))
@@ -567,7 +565,10 @@ layer(testServer("pglite"), { excludeTestServices: true })("identity over HTTP [
 
       // a second workspace to land on
       const created = okData(
-        yield* call(baseUrl, "POST", "/v1/organizations", { token, body: { name: `Side ${randomBytes(3).toString("hex")}` } })
+        yield* call(baseUrl, "POST", "/v1/organizations", {
+          token,
+          body: { name: `Side ${randomBytes(3).toString("hex")}` }
+        })
       )
       const side = created.organization.slug
       const moved = okData(yield* call(baseUrl, "PATCH", "/v1/auth/profile", { token, body: { lastOrgSlug: side } }))
@@ -604,7 +605,8 @@ layer(testServer("pglite"), { excludeTestServices: true })("identity over HTTP [
       validationOn(yield* patch({ lastOrgSlug: 7 }), "lastOrgSlug")
       validationOn(yield* patch({ displayName: "x".repeat(129) }), "displayName")
       // the workspace's other spellings are not slugs
-      const org = envelope(yield* call(baseUrl, "GET", "/v1/organizations", { token: mine.token })).data.organizations[0]
+      const org =
+        envelope(yield* call(baseUrl, "GET", "/v1/organizations", { token: mine.token })).data.organizations[0]
       validationOn(yield* patch({ lastOrgSlug: org.id }), "lastOrgSlug")
       validationOn(yield* patch({ lastOrgSlug: org.workspaceRef }), "lastOrgSlug")
       // a refused patch changes nothing, not even the fields that were valid

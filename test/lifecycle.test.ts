@@ -4,12 +4,12 @@
  * without its keys and hides the dev outbox.
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtemp, rm } from "node:fs/promises"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 
 const main = join(import.meta.dirname, "../packages/server/src/main.ts")
 
@@ -18,7 +18,9 @@ const freePort = () =>
     const probe = createServer()
     probe.listen(0, "127.0.0.1", () => {
       const address = probe.address()
-      probe.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
+      probe.close(
+        () => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+      )
     })
   })
 
@@ -70,7 +72,11 @@ const stop = async (running: Running) => {
 
 const signIn = async (baseUrl: string, email: string) => {
   const post = (path: string, body: unknown) =>
-    fetch(`${baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+    fetch(`${baseUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
       .then((response) => response.json() as Promise<{ data: Record<string, unknown> }>)
   const challenge = await post("/v1/auth/login/start", { email })
   const outbox = await fetch(`${baseUrl}/v1/dev/outbox?to=${email}`).then((r) =>
@@ -84,29 +90,35 @@ const signIn = async (baseUrl: string, email: string) => {
 }
 
 describe("running the server", () => {
-  it.live("serves on the embedded database, keeps data across a restart, and exits 0 on SIGTERM", () =>
-    Effect.promise(async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), "cp-lifecycle-"))
-      try {
-        const first = await start({ APP_ENV: "development", DATA_DIR: dataDir })
-        await waitForHealth(first)
-        const firstLine = first.output().split("\n").find((line) => line.trim() !== "") ?? ""
-        assert.include(firstLine, `${first.baseUrl}/v1`)
-        assert.include(firstLine, `${first.baseUrl}/docs`)
-        const { token, user } = await signIn(first.baseUrl, "restart@example.com")
-        assert.strictEqual(await stop(first), 0)
+  it.live(
+    "serves on the embedded database, keeps data across a restart, and exits 0 on SIGTERM",
+    () =>
+      Effect.promise(async () => {
+        const dataDir = await mkdtemp(join(tmpdir(), "cp-lifecycle-"))
+        try {
+          const first = await start({ APP_ENV: "development", DATA_DIR: dataDir })
+          await waitForHealth(first)
+          const firstLine = first.output().split("\n").find((line) => line.trim() !== "") ?? ""
+          assert.include(firstLine, `${first.baseUrl}/v1`)
+          assert.include(firstLine, `${first.baseUrl}/docs`)
+          const { token, user } = await signIn(first.baseUrl, "restart@example.com")
+          assert.strictEqual(await stop(first), 0)
 
-        const second = await start({ APP_ENV: "development", DATA_DIR: dataDir })
-        await waitForHealth(second)
-        const session = await fetch(`${second.baseUrl}/v1/auth/session`, { headers: { authorization: `Bearer ${token}` } })
-        assert.strictEqual(session.status, 200)
-        const body = await session.json() as { data: { user: { id: string } } }
-        assert.strictEqual(body.data.user.id, user.id)
-        assert.strictEqual(await stop(second), 0)
-      } finally {
-        await rm(dataDir, { recursive: true, force: true })
-      }
-    }), 60_000)
+          const second = await start({ APP_ENV: "development", DATA_DIR: dataDir })
+          await waitForHealth(second)
+          const session = await fetch(`${second.baseUrl}/v1/auth/session`, {
+            headers: { authorization: `Bearer ${token}` }
+          })
+          assert.strictEqual(session.status, 200)
+          const body = await session.json() as { data: { user: { id: string } } }
+          assert.strictEqual(body.data.user.id, user.id)
+          assert.strictEqual(await stop(second), 0)
+        } finally {
+          await rm(dataDir, { recursive: true, force: true })
+        }
+      }),
+    60_000
+  )
 
   it.live("production refuses to start without SECRETS_KEK and TOKEN_SIGNING_KEY", () =>
     Effect.promise(async () => {

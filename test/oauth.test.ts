@@ -11,7 +11,7 @@ import { NotFound, PreconditionFailed } from "@cp/domain"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
-import { type FakeProfile, FakeOAuthProvider } from "../packages/server/test/support/fakeOAuthProvider.ts"
+import { FakeOAuthProvider, type FakeProfile } from "../packages/server/test/support/fakeOAuthProvider.ts"
 import { call, clientFor, TestServer, testServer } from "./support/server.ts"
 
 const PUBLIC_BASE_URL = "http://app.test"
@@ -184,7 +184,9 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
       for (const secret of [fake.clientSecret, ...fake.issuedTokens]) assert.notInclude(JSON.stringify(events), secret)
 
       // signing in again with the same provider account is the same user, without a second workspace
-      const second = okData(yield* call(baseUrl, "GET", yield* authorize(baseUrl, { sub: `sub-${local}`, email, email_verified: true })))
+      const second = okData(
+        yield* call(baseUrl, "GET", yield* authorize(baseUrl, { sub: `sub-${local}`, email, email_verified: true }))
+      )
       assert.deepStrictEqual(second.user, result.user)
       assert.notStrictEqual(second.token, result.token)
       const after = okData(yield* call(baseUrl, "GET", "/v1/organizations", { token: second.token })).organizations
@@ -244,7 +246,11 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
         { sub: `sub-${email}`, email_verified: true }
       ]
       for (const profile of profiles) {
-        const error = wireError(yield* call(baseUrl, "GET", yield* authorize(baseUrl, profile)), 412, "precondition_failed")
+        const error = wireError(
+          yield* call(baseUrl, "GET", yield* authorize(baseUrl, profile)),
+          412,
+          "precondition_failed"
+        )
         assert.deepStrictEqual(error.details, { reason: "email_not_verified" })
       }
       // no account was created or linked: a later verified sign-in for that provider account is a first sign-in
@@ -299,7 +305,11 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
         wireError(yield* call(baseUrl, "GET", `/v1/auth/oauth/${path}/callback?state=s&code=c`), 404, "not_found")
       }
       // a callback without its state is a validation failure of the query
-      const missing = wireError(yield* call(baseUrl, "GET", "/v1/auth/oauth/acme/callback?code=c"), 422, "validation_failed")
+      const missing = wireError(
+        yield* call(baseUrl, "GET", "/v1/auth/oauth/acme/callback?code=c"),
+        422,
+        "validation_failed"
+      )
       assert.isArray(missing.details.fields.state)
     }))
 })

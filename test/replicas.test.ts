@@ -8,9 +8,9 @@ import { PgClient } from "@effect/sql-pg"
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
-import { freshEmail, signIn } from "./support/session.ts"
-import { call, TestServer, testServerOver } from "./support/server.ts"
 import { failed, ok } from "./support/envelope.ts"
+import { call, TestServer, testServerOver } from "./support/server.ts"
+import { freshEmail, signIn } from "./support/session.ts"
 
 const DATABASE_URL = process.env["DATABASE_URL"]
 
@@ -43,8 +43,18 @@ const replicas = Layer.unwrap(Effect.gen(function*() {
   const { url } = yield* ScratchDatabase
   // Both start together: migrations run once, under the advisory lock, whichever comes first.
   return Layer.mergeAll(
-    Layer.effect(ReplicaA, Effect.gen(function*() { return yield* TestServer })).pipe(Layer.provide(serverOver(url))),
-    Layer.effect(ReplicaB, Effect.gen(function*() { return yield* TestServer })).pipe(Layer.provide(serverOver(url)))
+    Layer.effect(
+      ReplicaA,
+      Effect.gen(function*() {
+        return yield* TestServer
+      })
+    ).pipe(Layer.provide(serverOver(url))),
+    Layer.effect(
+      ReplicaB,
+      Effect.gen(function*() {
+        return yield* TestServer
+      })
+    ).pipe(Layer.provide(serverOver(url)))
   )
 })).pipe(Layer.provide(scratchDatabase))
 
@@ -129,8 +139,12 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
         const a = yield* ReplicaA
         const b = yield* ReplicaB
         const { token } = yield* signIn(b.baseUrl)
-        const org = ok(yield* call(a.baseUrl, "POST", "/v1/organizations", { token, body: { name: "Made on A" } })).organization
-        assert.deepStrictEqual(ok(yield* call(b.baseUrl, "GET", `/v1/organizations/${org.slug}`, { token })).organization, org)
+        const org =
+          ok(yield* call(a.baseUrl, "POST", "/v1/organizations", { token, body: { name: "Made on A" } })).organization
+        assert.deepStrictEqual(
+          ok(yield* call(b.baseUrl, "GET", `/v1/organizations/${org.slug}`, { token })).organization,
+          org
+        )
         const page = yield* call(a.baseUrl, "GET", "/v1/organizations?limit=1", { token })
         const cursor = encodeURIComponent((page.json as any).meta.cursor)
         const rest = ok(yield* call(b.baseUrl, "GET", `/v1/organizations?limit=1&cursor=${cursor}`, { token }))
@@ -144,7 +158,10 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
         const { token } = yield* signIn(a.baseUrl)
         const name = `Crowded ${randomUUID().slice(0, 8)}`
         const answers = yield* Effect.all(
-          Array.from({ length: 6 }, (_, i) => call(i % 2 === 0 ? a.baseUrl : b.baseUrl, "POST", "/v1/organizations", { token, body: { name } })),
+          Array.from(
+            { length: 6 },
+            (_, i) => call(i % 2 === 0 ? a.baseUrl : b.baseUrl, "POST", "/v1/organizations", { token, body: { name } })
+          ),
           { concurrency: "unbounded" }
         )
         const slugs = answers.map((res) => ok(res).organization.slug as string).sort()

@@ -18,8 +18,8 @@ import {
   ControlPlaneApi,
   type Permission,
   ReachesHiddenWorkspace,
-  type Requirement,
   RequiredAccess,
+  type Requirement,
   rolePermissions,
   type WorkspaceRole,
   workspaceRoles
@@ -36,7 +36,9 @@ import { seedMember } from "./support/seed.ts"
 import { call, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
+const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
+  ? ["pglite", "postgres"]
+  : ["pglite"]
 
 /** A configured OAuth provider, so its start route answers (302) rather than 404. Nothing is ever fetched from it. */
 const OAUTH_ENV = {
@@ -102,8 +104,12 @@ const signInCaller = Effect.gen(function*() {
 })
 
 const personalWorkspaceOf = (caller: Caller) =>
-  Effect.flatMap(TestServer, ({ baseUrl }) =>
-    Effect.map(call(baseUrl, "GET", "/v1/organizations", { token: caller.token }), (res) => ok(res).organizations[0].id as string))
+  Effect.flatMap(
+    TestServer,
+    ({ baseUrl }) =>
+      Effect.map(call(baseUrl, "GET", "/v1/organizations", { token: caller.token }), (res) =>
+        ok(res).organizations[0].id as string)
+  )
 
 /** A signed-in user holding `role` on the workspace, through an active membership and one binding. */
 const roleHolder = (orgId: string, role: WorkspaceRole) =>
@@ -152,11 +158,20 @@ interface Fixture {
 const asCreator = (ctx: Ctx, method: string, path: string, body?: unknown) =>
   Effect.flatMap(TestServer, ({ baseUrl }) =>
     Effect.map(
-      call(baseUrl, method, `/v1/organizations/${ctx.orgId}${path}`, body === undefined ? { token: ctx.creator.token } : { token: ctx.creator.token, body }),
+      call(
+        baseUrl,
+        method,
+        `/v1/organizations/${ctx.orgId}${path}`,
+        body === undefined ? { token: ctx.creator.token } : { token: ctx.creator.token, body }
+      ),
       (res) => ok(res)
     ))
 
-const newTeam = (ctx: Ctx) => Effect.map(asCreator(ctx, "POST", "/teams", { name: `Team ${randomUUID().slice(0, 8)}` }), (data) => data.team.id as string)
+const newTeam = (ctx: Ctx) =>
+  Effect.map(
+    asCreator(ctx, "POST", "/teams", { name: `Team ${randomUUID().slice(0, 8)}` }),
+    (data) => data.team.id as string
+  )
 
 /**
  * The matrix creates many projects in one workspace: it moves the workspace to a plan without a project ceiling
@@ -175,13 +190,16 @@ const unlimitedProjects = (orgId: string) =>
 const newProject = (ctx: Ctx) =>
   Effect.andThen(
     unlimitedProjects(ctx.orgId),
-    Effect.map(asCreator(ctx, "POST", "/projects", { name: `Project ${randomUUID().slice(0, 8)}` }), (data) => data.project.id as string)
+    Effect.map(asCreator(ctx, "POST", "/projects", { name: `Project ${randomUUID().slice(0, 8)}` }), (data) =>
+      data.project.id as string)
   )
 
 const newEnvironment = (ctx: Ctx) =>
   Effect.gen(function*() {
     const projectId = yield* newProject(ctx)
-    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, { name: `Env ${randomUUID().slice(0, 8)}` })
+    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, {
+      name: `Env ${randomUUID().slice(0, 8)}`
+    })
     return { projectId, environmentId: data.environment.id as string }
   })
 
@@ -199,7 +217,9 @@ const newMemberId = (ctx: Ctx) =>
     const userId = newId("usr_", Date.now())
     yield* seedMember(ctx.orgId, userId, "viewer")
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ id: string }>`select id from members where org_id = ${ctx.orgId} and subject_id = ${userId}`
+    const rows = yield* sql<
+      { id: string }
+    >`select id from members where org_id = ${ctx.orgId} and subject_id = ${userId}`
       .pipe(Effect.orDie)
     return rows[0]?.id ?? ""
   })
@@ -231,7 +251,9 @@ const configScopeOf = (ctx: Ctx) =>
     if (known !== undefined) return known
     const project = yield* asCreator(ctx, "POST", "/projects", { name: `Matrix config ${randomUUID().slice(0, 8)}` })
     const projectId = project.project.id as string
-    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, { name: `Env ${randomUUID().slice(0, 8)}` })
+    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, {
+      name: `Env ${randomUUID().slice(0, 8)}`
+    })
     const scope = { projectId, environmentId: data.environment.id as string }
     configScopes.set(ctx.orgId, scope)
     return scope
@@ -270,7 +292,10 @@ const configFixtures = (
       request: (ctx) =>
         Effect.gen(function*() {
           const params = yield* scope(ctx)
-          const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/feature-flags`, { key: key(), enabled: true })
+          const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/feature-flags`, {
+            key: key(),
+            enabled: true
+          })
           return { params: { ...params, flagId: data.featureFlag.id as string }, body: { enabled: false } }
         })
     }
@@ -287,15 +312,25 @@ const secretFixtures = (
   const newSecret = (ctx: Ctx) =>
     Effect.gen(function*() {
       const params = yield* scope(ctx)
-      const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/secrets`, { secretKey: secretKey(), value: "matrix-value", displayName: "Matrix" })
+      const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/secrets`, {
+        secretKey: secretKey(),
+        value: "matrix-value",
+        displayName: "Matrix"
+      })
       return { ...params, secretId: data.secret.id as string }
     })
   return {
     [`${group}.list`]: { request: (ctx) => Effect.map(scope(ctx), (params) => ({ params })) },
     [`${group}.create`]: {
-      request: (ctx) => Effect.map(scope(ctx), (params) => ({ params, body: { secretKey: secretKey(), value: "matrix-value", displayName: "Matrix" } }))
+      request: (ctx) =>
+        Effect.map(
+          scope(ctx),
+          (params) => ({ params, body: { secretKey: secretKey(), value: "matrix-value", displayName: "Matrix" } })
+        )
     },
-    [`${group}.rotate`]: { request: (ctx) => Effect.map(newSecret(ctx), (params) => ({ params, body: { value: "rotated-value" } })) },
+    [`${group}.rotate`]: {
+      request: (ctx) => Effect.map(newSecret(ctx), (params) => ({ params, body: { value: "rotated-value" } }))
+    },
     [`${group}.revoke`]: { request: (ctx) => Effect.map(newSecret(ctx), (params) => ({ params })) }
   }
 }
@@ -388,7 +423,9 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   "teams.list": { request: none },
   "teams.create": { request: () => Effect.succeed({ body: { name: `Matrix ${randomUUID().slice(0, 8)}` } }) },
   "teams.get": { request: (ctx) => Effect.map(newTeam(ctx), (teamId) => ({ params: { teamId } })) },
-  "teams.update": { request: (ctx) => Effect.map(newTeam(ctx), (teamId) => ({ params: { teamId }, body: { name: "Renamed" } })) },
+  "teams.update": {
+    request: (ctx) => Effect.map(newTeam(ctx), (teamId) => ({ params: { teamId }, body: { name: "Renamed" } }))
+  },
   "teams.delete": { request: (ctx) => Effect.map(newTeam(ctx), (teamId) => ({ params: { teamId } })) },
   "teams.listMembers": { request: (ctx) => Effect.map(newTeam(ctx), (teamId) => ({ params: { teamId } })) },
   "teams.addMember": {
@@ -423,8 +460,7 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   },
   "projects.list": { request: none },
   "projects.create": {
-    request: (ctx) =>
-      Effect.as(unlimitedProjects(ctx.orgId), { body: { name: `Matrix ${randomUUID().slice(0, 8)}` } })
+    request: (ctx) => Effect.as(unlimitedProjects(ctx.orgId), { body: { name: `Matrix ${randomUUID().slice(0, 8)}` } })
   },
   "projects.get": { request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId } })) },
   "projects.archive": { request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId } })) },
@@ -436,7 +472,9 @@ const fixtures: Readonly<Record<string, Fixture>> = {
         return { params: { projectId } }
       })
   },
-  "projects.listEnvironments": { request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId } })) },
+  "projects.listEnvironments": {
+    request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId } }))
+  },
   "projects.createEnvironment": {
     request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId }, body: { name: "Staging" } }))
   },
@@ -475,8 +513,10 @@ const expectedOutcome = (route: Route, column: Column): Outcome => {
 }
 
 const pathOf = (route: Route, orgId: string, req: Req) => {
-  const path = route.path.replace(/:(\w+)/g, (_, name: string) =>
-    encodeURIComponent(name === "orgId" ? orgId : req.params?.[name] ?? `missing-${name}`))
+  const path = route.path.replace(
+    /:(\w+)/g,
+    (_, name: string) => encodeURIComponent(name === "orgId" ? orgId : req.params?.[name] ?? `missing-${name}`)
+  )
   const query = new URLSearchParams(req.query ?? {}).toString()
   return query === "" ? path : `${path}?${query}`
 }
@@ -517,11 +557,18 @@ for (const backend of backends) {
           const world = yield* World
           const ctx = (caller: Caller): Ctx => ({ orgId: world.orgId, creator: world.creator, caller })
 
-          const callAs = Effect.fnUntraced(function*(column: Column, caller: Caller | undefined, orgId: string, req: Req) {
-            const body = req.body === undefined ? {} : { body: req.body }
-            const res = yield* call(baseUrl, route.method, pathOf(route, orgId, req), caller === undefined ? body : { ...body, token: caller.token })
-            return [column, outcomeOf(route, fixture, res)] as const
-          })
+          const callAs = Effect.fnUntraced(
+            function*(column: Column, caller: Caller | undefined, orgId: string, req: Req) {
+              const body = req.body === undefined ? {} : { body: req.body }
+              const res = yield* call(
+                baseUrl,
+                route.method,
+                pathOf(route, orgId, req),
+                caller === undefined ? body : { ...body, token: caller.token }
+              )
+              return [column, outcomeOf(route, fixture, res)] as const
+            }
+          )
           /** The column's caller and its request; a fresh caller gets its role only after its request is prepared. */
           const prepared = Effect.fnUntraced(function*(role: WorkspaceRole | undefined, standing: Caller) {
             if (!fixture.freshCaller) return { caller: standing, req: yield* fixture.request(ctx(standing)) }

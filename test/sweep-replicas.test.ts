@@ -24,7 +24,9 @@ const replicaOver = (url: string) =>
   EnvironmentSweep.layer.pipe(
     Layer.provideMerge(EventLog.layer),
     Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
-    Layer.provideMerge(RepositoriesSql.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(Database.layerPostgres(url)))),
+    Layer.provideMerge(
+      RepositoriesSql.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(Database.layerPostgres(url)))
+    ),
     Layer.fresh
   )
 
@@ -40,7 +42,10 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("idle sweep o
       )
       const url = new URL(serverUrl)
       url.pathname = `/${name}`
-      const [a, b] = yield* Effect.all([Layer.build(replicaOver(url.toString())), Layer.build(replicaOver(url.toString()))], {
+      const [a, b] = yield* Effect.all([
+        Layer.build(replicaOver(url.toString())),
+        Layer.build(replicaOver(url.toString()))
+      ], {
         concurrency: 2
       })
 

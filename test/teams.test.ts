@@ -13,13 +13,15 @@ import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { cpctlAs as cpctl } from "./support/cli.ts"
 import { failed, ok } from "./support/envelope.ts"
 import { seedBinding, seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
-import { cpctlAs as cpctl } from "./support/cli.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
+const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
+  ? ["pglite", "postgres"]
+  : ["pglite"]
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -38,13 +40,18 @@ for (const backend of backends) {
 
       /** Raw HTTP under one workspace as one caller. */
       const api = (token: string, orgId: string) => (method: string, path: string, body?: unknown) =>
-        Effect.flatMap(TestServer, ({ baseUrl }) =>
-          call(baseUrl, method, `/v1/organizations/${orgId}${path}`, body === undefined ? { token } : { token, body }))
+        Effect.flatMap(
+          TestServer,
+          ({ baseUrl }) =>
+            call(baseUrl, method, `/v1/organizations/${orgId}${path}`, body === undefined ? { token } : { token, body })
+        )
 
       /** What each permission is allowed through, for a caller (or, as the owner, for `subjectId`). */
       const accessOf = (token: string, orgId: string, query = "") =>
-        Effect.map(api(token, orgId)("GET", `/effective-access${query}`), (res) =>
-          new Map<string, any>(ok(res).permissions.map((d: any) => [d.action, d])))
+        Effect.map(
+          api(token, orgId)("GET", `/effective-access${query}`),
+          (res) => new Map<string, any>(ok(res).permissions.map((d: any) => [d.action, d]))
+        )
 
       it.effect("CRUD: the team shape, derived and explicit slugs, 409, 422, 404, and DELETE answers deleted", () =>
         Effect.gen(function*() {
@@ -65,7 +72,11 @@ for (const backend of backends) {
           const stranger = yield* newUser
           ok(yield* api(stranger.token, stranger.personal.id)("POST", "/teams", { name: "Ops", slug: "ops" }))
 
-          const invalid = failed(yield* as("POST", "/teams", { name: " ", slug: "Not A Slug" }), 422, "validation_failed")
+          const invalid = failed(
+            yield* as("POST", "/teams", { name: " ", slug: "Not A Slug" }),
+            422,
+            "validation_failed"
+          )
           assert.deepStrictEqual(Object.keys(invalid.details.fields).sort(), ["name", "slug"])
           assert.property(failed(yield* as("POST", "/teams", {}), 422, "validation_failed").details.fields, "name")
           failed(yield* as("POST", "/teams", "{not json"), 400, "bad_request")
@@ -90,7 +101,10 @@ for (const backend of backends) {
           assert.deepStrictEqual(ok(page2).teams.map((t: any) => t.slug), ["platform-team"])
           assert.isNull((page2.json as any).meta.cursor)
           assert.property(failed(yield* as("GET", "/teams?limit=0"), 422, "validation_failed").details.fields, "limit")
-          const stolen = yield* api(stranger.token, stranger.personal.id)("GET", `/teams?cursor=${encodeURIComponent(cursor)}`)
+          const stolen = yield* api(stranger.token, stranger.personal.id)(
+            "GET",
+            `/teams?cursor=${encodeURIComponent(cursor)}`
+          )
           assert.property(failed(stolen, 422, "validation_failed").details.fields, "cursor")
 
           // Get, by the alias and a slug reference too; 404 for unknown, malformed and other workspaces' teams.
@@ -113,7 +127,10 @@ for (const backend of backends) {
           assert.deepStrictEqual(ok(yield* as("PATCH", `/teams/${created.id}`, {})).team, renamed)
           failed(yield* as("PATCH", `/teams/${created.id}`, { slug: "ops" }), 409, "conflict")
           assert.deepStrictEqual(
-            Object.keys(failed(yield* as("PATCH", `/teams/${created.id}`, { slug: "-x", name: "" }), 422, "validation_failed").details.fields).sort(),
+            Object.keys(
+              failed(yield* as("PATCH", `/teams/${created.id}`, { slug: "-x", name: "" }), 422, "validation_failed")
+                .details.fields
+            ).sort(),
             ["name", "slug"]
           )
 
@@ -133,12 +150,19 @@ for (const backend of backends) {
           assert.isString(listed.cursor)
           const got = yield* client.teams.get({ params: { orgId, teamId: made.team.id } })
           assert.deepStrictEqual(got, made)
-          const patched = yield* client.teams.update({ params: { orgId, teamId: made.team.id }, payload: { slug: "typed-2" } })
+          const patched = yield* client.teams.update({
+            params: { orgId, teamId: made.team.id },
+            payload: { slug: "typed-2" }
+          })
           assert.strictEqual(patched.team.slug, "typed-2")
-          assert.deepStrictEqual(yield* client.teams.delete({ params: { orgId, teamId: made.team.id } }), { deleted: true })
+          assert.deepStrictEqual(yield* client.teams.delete({ params: { orgId, teamId: made.team.id } }), {
+            deleted: true
+          })
           const gone = yield* Effect.flip(client.teams.get({ params: { orgId, teamId: made.team.id } }))
           assert.instanceOf(gone, NotFound)
-          const dup = yield* Effect.flip(client.teams.create({ params: { orgId }, payload: { name: "x", slug: "ops" } }))
+          const dup = yield* Effect.flip(
+            client.teams.create({ params: { orgId }, payload: { name: "x", slug: "ops" } })
+          )
           assert.instanceOf(dup, Conflict)
         }))
 
@@ -158,12 +182,18 @@ for (const backend of backends) {
           assert.deepStrictEqual(Object.keys(added).sort(), ["createdAt", "status", "subjectId", "subjectType"])
           assert.deepInclude(added, { subjectId: member.user.id, subjectType: "user", status: "active" })
           assert.match(added.createdAt, ISO_MS)
-          const spAdded = ok(yield* as("POST", `/teams/${team.id}/members`, { subjectId: sp, subjectType: "service_principal" }))
+          const spAdded = ok(
+            yield* as("POST", `/teams/${team.id}/members`, { subjectId: sp, subjectType: "service_principal" })
+          )
           assert.strictEqual(spAdded.member.subjectType, "service_principal")
 
           failed(yield* as("POST", `/teams/${team.id}/members`, { subjectId: member.user.id }), 409, "conflict")
           const outsider = yield* newUser
-          const notMember = failed(yield* as("POST", `/teams/${team.id}/members`, { subjectId: outsider.user.id }), 404, "not_found")
+          const notMember = failed(
+            yield* as("POST", `/teams/${team.id}/members`, { subjectId: outsider.user.id }),
+            404,
+            "not_found"
+          )
           assert.strictEqual(notMember.details.subjectId, outsider.user.id)
           for (
             const [body, field] of [
@@ -177,7 +207,11 @@ for (const backend of backends) {
             const error = failed(yield* as("POST", `/teams/${team.id}/members`, body), 422, "validation_failed")
             assert.deepStrictEqual(Object.keys(error.details.fields), [field], JSON.stringify(body))
           }
-          failed(yield* as("POST", `/teams/${newId("team_", Date.now())}/members`, { subjectId: member.user.id }), 404, "not_found")
+          failed(
+            yield* as("POST", `/teams/${newId("team_", Date.now())}/members`, { subjectId: member.user.id }),
+            404,
+            "not_found"
+          )
 
           const listed = ok(yield* as("GET", `/teams/${team.id}/members`)).members
           assert.deepStrictEqual(listed.map((m: any) => m.subjectId), [sp, member.user.id])
@@ -190,9 +224,14 @@ for (const backend of backends) {
           const client = yield* clientFor(baseUrl, owner.token)
           const page = yield* client.teams.listMembers({ params: { orgId, teamId: team.id }, query: {} })
           assert.deepStrictEqual(page.data.members.map((m) => m.subjectId), [member.user.id])
-          const removed = yield* client.teams.removeMember({ params: { orgId, teamId: team.id, subjectId: member.user.id } })
+          const removed = yield* client.teams.removeMember({
+            params: { orgId, teamId: team.id, subjectId: member.user.id }
+          })
           assert.deepStrictEqual(removed, { deleted: true })
-          const readded = yield* client.teams.addMember({ params: { orgId, teamId: team.id }, payload: { subjectId: member.user.id } })
+          const readded = yield* client.teams.addMember({
+            params: { orgId, teamId: team.id },
+            payload: { subjectId: member.user.id }
+          })
           assert.strictEqual(readded.member.subjectType, "user")
         }))
 
@@ -205,13 +244,21 @@ for (const backend of backends) {
           const team = ok(yield* as("POST", "/teams", { name: "Grants" })).team
           const project = yield* createProject(baseUrl, owner.token, root)
 
-          const granted = ok(yield* as("POST", "/team-roles", { teamId: team.id, role: "builder", scopeKind: "organization" }))
-          assert.deepStrictEqual(granted, { grant: { teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null } })
+          const granted = ok(
+            yield* as("POST", "/team-roles", { teamId: team.id, role: "builder", scopeKind: "organization" })
+          )
+          assert.deepStrictEqual(granted, {
+            grant: { teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null }
+          })
           const onProject = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: project }
           assert.deepStrictEqual(ok(yield* as("POST", "/team-roles", onProject)), { grant: onProject })
           const accountWide = { teamId: team.id, role: "billing_admin", scopeKind: "account", scopeRef: null }
           assert.deepStrictEqual(ok(yield* as("POST", "/team-roles", accountWide)), { grant: accountWide })
-          failed(yield* as("POST", "/team-roles", { teamId: team.id, role: "builder", scopeKind: "organization" }), 409, "conflict")
+          failed(
+            yield* as("POST", "/team-roles", { teamId: team.id, role: "builder", scopeKind: "organization" }),
+            409,
+            "conflict"
+          )
 
           const fieldsOf = (res: any) => Object.keys(failed(res, 422, "validation_failed").details.fields).sort()
           const bad = (body: Record<string, unknown>) => as("POST", "/team-roles", { teamId: team.id, ...body })
@@ -219,31 +266,56 @@ for (const backend of backends) {
           assert.deepStrictEqual(fieldsOf(yield* bad({ role: "emperor", scopeKind: "organization" })), ["role"])
           assert.deepStrictEqual(fieldsOf(yield* bad({ role: "project_admin", scopeKind: "project" })), ["scopeRef"])
           assert.include(
-            failed(yield* bad({ role: "project_admin", scopeKind: "project" }), 422, "validation_failed").details.fields.scopeRef[0],
+            failed(yield* bad({ role: "project_admin", scopeKind: "project" }), 422, "validation_failed").details.fields
+              .scopeRef[0],
             "required"
           )
-          assert.deepStrictEqual(fieldsOf(yield* bad({ role: "viewer", scopeKind: "organization", scopeRef: project })), ["scopeRef"])
-          assert.deepStrictEqual(fieldsOf(yield* bad({ role: "project_admin", scopeKind: "project", scopeRef: "nope" })), ["scopeRef"])
-          assert.deepStrictEqual(fieldsOf(yield* bad({ role: "admin", scopeKind: "project", scopeRef: project })), ["role"])
-          assert.deepStrictEqual(fieldsOf(yield* as("POST", "/team-roles", { teamId: "team_x", role: "admin", scopeKind: "organization" })), ["teamId"])
+          assert.deepStrictEqual(
+            fieldsOf(yield* bad({ role: "viewer", scopeKind: "organization", scopeRef: project })),
+            ["scopeRef"]
+          )
+          assert.deepStrictEqual(
+            fieldsOf(yield* bad({ role: "project_admin", scopeKind: "project", scopeRef: "nope" })),
+            ["scopeRef"]
+          )
+          assert.deepStrictEqual(fieldsOf(yield* bad({ role: "admin", scopeKind: "project", scopeRef: project })), [
+            "role"
+          ])
+          assert.deepStrictEqual(
+            fieldsOf(yield* as("POST", "/team-roles", { teamId: "team_x", role: "admin", scopeKind: "organization" })),
+            ["teamId"]
+          )
           assert.deepStrictEqual(fieldsOf(yield* as("POST", "/team-roles", {})), ["role", "scopeKind", "teamId"])
           failed(
-            yield* as("POST", "/team-roles", { teamId: newId("team_", Date.now()), role: "viewer", scopeKind: "organization" }),
+            yield* as("POST", "/team-roles", {
+              teamId: newId("team_", Date.now()),
+              role: "viewer",
+              scopeKind: "organization"
+            }),
             404,
             "not_found"
           )
           // `account` exists only on an account root.
-          const child = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Child" } }))
-            .organization
+          const child =
+            ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Child" } }))
+              .organization
           const childTeam = ok(yield* api(owner.token, child.id)("POST", "/teams", { name: "Child team" })).team
           const onChild = failed(
-            yield* api(owner.token, child.id)("POST", "/team-roles", { teamId: childTeam.id, role: "viewer", scopeKind: "account" }),
+            yield* api(owner.token, child.id)("POST", "/team-roles", {
+              teamId: childTeam.id,
+              role: "viewer",
+              scopeKind: "account"
+            }),
             422,
             "validation_failed"
           )
           assert.deepStrictEqual(onChild.details.fields, { scopeKind: ["'account' is valid only on an account root"] })
           // A team of another workspace (even the owner's own child) is not found here.
-          failed(yield* as("POST", "/team-roles", { teamId: childTeam.id, role: "viewer", scopeKind: "organization" }), 404, "not_found")
+          failed(
+            yield* as("POST", "/team-roles", { teamId: childTeam.id, role: "viewer", scopeKind: "organization" }),
+            404,
+            "not_found"
+          )
 
           const listed = ok(yield* as("GET", `/team-roles?teamId=${team.id}`)).grants
           assert.deepStrictEqual(listed, [accountWide, onProject, granted.grant])
@@ -255,9 +327,14 @@ for (const backend of backends) {
           failed(yield* as("DELETE", "/team-roles", onProject), 404, "not_found")
           // Without a body there is no tuple at all: the body as a whole (`_`) is missing.
           assert.deepStrictEqual(fieldsOf(yield* as("DELETE", "/team-roles")), ["_"])
-          assert.deepStrictEqual(fieldsOf(yield* as("DELETE", "/team-roles", { teamId: team.id, role: "project_viewer", scopeKind: "project" })), [
-            "scopeRef"
-          ])
+          assert.deepStrictEqual(
+            fieldsOf(
+              yield* as("DELETE", "/team-roles", { teamId: team.id, role: "project_viewer", scopeKind: "project" })
+            ),
+            [
+              "scopeRef"
+            ]
+          )
           failed(yield* as("DELETE", "/team-roles", "{oops"), 400, "bad_request")
           failed(
             yield* call(baseUrl, "DELETE", `/v1/organizations/${root}/team-roles`, {
@@ -272,10 +349,15 @@ for (const backend of backends) {
           // The typed client sends the tuple in the DELETE body too.
           const client = yield* clientFor(baseUrl, owner.token)
           const tuple = { teamId: team.id, role: "builder", scopeKind: "organization" } as const
-          assert.deepStrictEqual(yield* client.teams.revoke({ params: { orgId: root }, payload: tuple }), { deleted: true })
+          assert.deepStrictEqual(yield* client.teams.revoke({ params: { orgId: root }, payload: tuple }), {
+            deleted: true
+          })
           const again = yield* Effect.flip(client.teams.revoke({ params: { orgId: root }, payload: tuple }))
           assert.instanceOf(again, NotFound)
-          const regranted = yield* client.teams.grant({ params: { orgId: root }, payload: { ...tuple, scopeRef: null } })
+          const regranted = yield* client.teams.grant({
+            params: { orgId: root },
+            payload: { ...tuple, scopeRef: null }
+          })
           assert.deepStrictEqual(Schema.encodeSync(TeamRoleGrant)(regranted.grant), { ...tuple, scopeRef: null })
           const page = yield* client.teams.listGrants({ params: { orgId: root }, query: { teamId: team.id, limit: 1 } })
           assert.lengthOf(page.data.grants, 1)
@@ -289,8 +371,9 @@ for (const backend of backends) {
           const root = owner.personal.id
           const as = api(owner.token, root)
           const team = ok(yield* as("POST", "/teams", { name: "Ghosts" })).team
-          const child = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Other" } }))
-            .organization
+          const child =
+            ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Other" } }))
+              .organization
           const elsewhere = yield* createProject(baseUrl, owner.token, child.id)
 
           // Well-formed, but unknown here: never created, or a project of another workspace the caller owns.
@@ -303,7 +386,12 @@ for (const backend of backends) {
           }
           // The other field checks come first and answer as before.
           const wrongRole = failed(
-            yield* as("POST", "/team-roles", { teamId: team.id, role: "admin", scopeKind: "project", scopeRef: projectId() }),
+            yield* as("POST", "/team-roles", {
+              teamId: team.id,
+              role: "admin",
+              scopeKind: "project",
+              scopeRef: projectId()
+            }),
             422,
             "validation_failed"
           )
@@ -322,7 +410,9 @@ for (const backend of backends) {
           const ghost = projectId()
           yield* sql`
             insert into team_role_grants (id, team_id, role, scope_kind, scope_ref, created_at)
-            values (${randomUUID()}, ${team.id}, 'project_viewer', 'project', ${ghost}, ${new Date()})`.pipe(Effect.orDie)
+            values (${randomUUID()}, ${team.id}, 'project_viewer', 'project', ${ghost}, ${new Date()})`.pipe(
+            Effect.orDie
+          )
           const onGhost = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: ghost }
           assert.deepStrictEqual(ok(yield* as("DELETE", "/team-roles", onGhost)), { deleted: true })
           assert.deepStrictEqual(ok(yield* as("GET", "/team-roles")).grants, [])
@@ -333,8 +423,9 @@ for (const backend of backends) {
           const { baseUrl } = yield* TestServer
           const owner = yield* newUser
           const root = owner.personal.id
-          const child = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Kid" } }))
-            .organization
+          const child =
+            ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: owner.token, body: { name: "Kid" } }))
+              .organization
           const as = api(owner.token, root)
           const [member, projectOnly] = [yield* newUser, yield* newUser]
           yield* seedMember(root, member.user.id, null)
@@ -349,7 +440,14 @@ for (const backend of backends) {
           ok(yield* as("POST", "/team-roles", { teamId: builders.id, role: "builder", scopeKind: "organization" }))
           ok(yield* as("POST", "/team-roles", { teamId: builders.id, role: "billing_admin", scopeKind: "account" }))
           const project = yield* createProject(baseUrl, owner.token, root)
-          ok(yield* as("POST", "/team-roles", { teamId: viewers.id, role: "project_viewer", scopeKind: "project", scopeRef: project }))
+          ok(
+            yield* as("POST", "/team-roles", {
+              teamId: viewers.id,
+              role: "project_viewer",
+              scopeKind: "project",
+              scopeRef: project
+            })
+          )
 
           // Self: the workspace is visible and the team shows as the provenance.
           ok(yield* api(member.token, root)("GET", ""))
@@ -393,7 +491,9 @@ for (const backend of backends) {
           })
           assert.isFalse(inProject.get("project.list").allow, "a workspace permission is not a project one")
           assert.isFalse((yield* accessOf(projectOnly.token, root)).get("project.read").allow)
-          assert.isFalse((yield* accessOf(projectOnly.token, root, `?projectId=${projectId()}`)).get("project.read").allow)
+          assert.isFalse(
+            (yield* accessOf(projectOnly.token, root, `?projectId=${projectId()}`)).get("project.read").allow
+          )
           failed(yield* api(projectOnly.token, child.id)("GET", "/effective-access"), 404, "not_found")
 
           // Another subject, as the owner sees it.
@@ -409,7 +509,9 @@ for (const backend of backends) {
           failed(yield* as("GET", `/effective-access?subjectId=${member.user.id}`), 404, "not_found")
           // Leaving the workspace ends what a team gave, even with the team membership still on file.
           const sql = yield* SqlClient.SqlClient
-          yield* sql`delete from members where org_id = ${root} and subject_id = ${projectOnly.user.id}`.pipe(Effect.orDie)
+          yield* sql`delete from members where org_id = ${root} and subject_id = ${projectOnly.user.id}`.pipe(
+            Effect.orDie
+          )
           failed(yield* api(projectOnly.token, root)("GET", `/effective-access?projectId=${project}`), 404, "not_found")
         }))
 
@@ -455,8 +557,17 @@ for (const backend of backends) {
             const raw = rows.find((row) => row.type === type)?.data
             return typeof raw === "string" ? JSON.parse(raw) : raw
           }
-          assert.deepStrictEqual(data("team.role.granted"), { teamId: team.id, role: "admin", scopeKind: "organization", scopeRef: null })
-          assert.deepStrictEqual(data("team.member.added"), { teamId: team.id, subjectType: "user", subjectId: admin.user.id })
+          assert.deepStrictEqual(data("team.role.granted"), {
+            teamId: team.id,
+            role: "admin",
+            scopeKind: "organization",
+            scopeRef: null
+          })
+          assert.deepStrictEqual(data("team.member.added"), {
+            teamId: team.id,
+            subjectType: "user",
+            subjectId: admin.user.id
+          })
           assert.deepInclude(data("team.updated"), { name: "Admin team", previousName: "Admins" })
         }))
 
@@ -472,7 +583,9 @@ for (const backend of backends) {
 
             const created = yield* run(owner.token, "teams", "create", "Release Crew", "--workspace", ws, "--json")
             assert.strictEqual(created.exitCode, 0, created.stderr)
-            const { team } = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ team: Team })))(created.stdout)
+            const { team } = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ team: Team })))(
+              created.stdout
+            )
             assert.strictEqual(team.slug, "release-crew")
 
             const listed = yield* run(owner.token, "teams", "list", "-w", ws)
@@ -490,9 +603,21 @@ for (const backend of backends) {
             const explained = yield* run(member.token, "access", "explain", "-w", ws, "--allowed")
             assert.strictEqual(explained.exitCode, 0, explained.stderr)
             assert.match(explained.stdout, /^ACTION\s+ALLOW\s+VIA\n/)
-            assert.match(explained.stdout, new RegExp(`organization\\.read\\s+yes\\s+team:viewer@organization \\(${team.id}\\)`))
+            assert.match(
+              explained.stdout,
+              new RegExp(`organization\\.read\\s+yes\\s+team:viewer@organization \\(${team.id}\\)`)
+            )
             assert.notInclude(explained.stdout, "team.create")
-            const ofMember = yield* run(owner.token, "access", "explain", "-w", ws, "--subject", member.user.id, "--json")
+            const ofMember = yield* run(
+              owner.token,
+              "access",
+              "explain",
+              "-w",
+              ws,
+              "--subject",
+              member.user.id,
+              "--json"
+            )
             const decisions = JSON.parse(ofMember.stdout).permissions as Array<any>
             assert.strictEqual(decisions.find((d) => d.action === "organization.member.list").via.teamId, team.id)
 

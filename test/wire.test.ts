@@ -9,9 +9,9 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
-import { freshEmail, signInWithPersonal } from "./support/session.ts"
+import { failed, ok, type Res } from "./support/envelope.ts"
 import { call, TestServer, testServerOver } from "./support/server.ts"
-import { type Res, failed, ok } from "./support/envelope.ts"
+import { freshEmail, signInWithPersonal } from "./support/session.ts"
 
 const serverWithDatabase = testServerOver(databaseLayer("pglite"))
 
@@ -25,14 +25,19 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
-        const created = ok(yield* call(baseUrl, "POST", "/v1/workspaces", { token: user.token, body: { name: "Aliased" } }))
+        const created = ok(
+          yield* call(baseUrl, "POST", "/v1/workspaces", { token: user.token, body: { name: "Aliased" } })
+        )
         assert.strictEqual(created.organization.accountId, user.personal.workspaceRef)
         assert.strictEqual(created.membership.role, "owner")
 
         const aliasList = ok(yield* call(baseUrl, "GET", "/v1/workspaces", { token: user.token }))
         const canonicalList = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: user.token }))
         assert.deepStrictEqual(aliasList, canonicalList, "no orgId in a list of organizations: identical")
-        assert.deepStrictEqual(aliasList.organizations.map((o: any) => o.id), [created.organization.id, user.personal.id])
+        assert.deepStrictEqual(aliasList.organizations.map((o: any) => o.id), [
+          created.organization.id,
+          user.personal.id
+        ])
 
         for (const ref of [created.organization.id, created.organization.workspaceRef, created.organization.slug]) {
           const got = ok(yield* call(baseUrl, "GET", `/v1/workspaces/${ref}`, { token: user.token }))
@@ -54,9 +59,11 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
           name: "Aliased"
         }])
 
-        const access = ok(yield* call(baseUrl, "GET", `/v1/workspaces/${created.organization.slug}/effective-access`, {
-          token: user.token
-        }))
+        const access = ok(
+          yield* call(baseUrl, "GET", `/v1/workspaces/${created.organization.slug}/effective-access`, {
+            token: user.token
+          })
+        )
         assert.isTrue(access.permissions.every((d: any) => d.allow))
 
         // Errors on the alias are the same envelope; only the exact prefix is an alias.
@@ -126,17 +133,23 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
           "unsupported"
         )
         // application/json with a charset is JSON.
-        ok(yield* call(baseUrl, "POST", "/v1/organizations", {
-          token: user.token,
-          body: JSON.stringify({ name: "Charset" }),
-          headers: { "content-type": "application/json; charset=utf-8" }
-        }))
+        ok(
+          yield* call(baseUrl, "POST", "/v1/organizations", {
+            token: user.token,
+            body: JSON.stringify({ name: "Charset" }),
+            headers: { "content-type": "application/json; charset=utf-8" }
+          })
+        )
         for (const body of ["{\"name\":", "{name: 'x'}", "not json"]) {
           failed(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body }), 400, "bad_request")
         }
         failed(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: "{" }), 400, "bad_request")
         // A JSON value of the wrong shape is a validation failure, not a bad request.
-        const error = failed(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: "[]" }), 422, "validation_failed")
+        const error = failed(
+          yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: "[]" }),
+          422,
+          "validation_failed"
+        )
         assert.isObject(error.details.fields)
       }))
 
@@ -156,12 +169,20 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         const cases: ReadonlyArray<readonly [string, string, Effect.Effect<Res>]> = [
           ["handler", "members", call(baseUrl, "GET", "/v1/organizations", { token: user.token })],
           ["bearer token", "sessions", call(baseUrl, "GET", "/v1/organizations", { token: user.token })],
-          ["workspace reference", "role_bindings", call(baseUrl, "GET", `/v1/organizations/${user.personal.id}`, { token: user.token })],
-          ["idempotency slot", "idempotency_keys", call(baseUrl, "POST", "/v1/organizations", {
-            token: user.token,
-            body: { name: "Never" },
-            headers: { "idempotency-key": `broken-${unique()}` }
-          })]
+          [
+            "workspace reference",
+            "role_bindings",
+            call(baseUrl, "GET", `/v1/organizations/${user.personal.id}`, { token: user.token })
+          ],
+          [
+            "idempotency slot",
+            "idempotency_keys",
+            call(baseUrl, "POST", "/v1/organizations", {
+              token: user.token,
+              body: { name: "Never" },
+              headers: { "idempotency-key": `broken-${unique()}` }
+            })
+          ]
         ]
         const answers: Array<string> = []
         for (const [where, table, request] of cases) {
@@ -193,7 +214,10 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         const res = yield* call(baseUrl, "GET", "/health")
         assert.strictEqual(res.status, 200)
         const body = res.json as any
-        assert.deepStrictEqual(body, { data: { status: "ok", database: "ok" }, meta: { requestId: body.meta.requestId, cursor: null } })
+        assert.deepStrictEqual(body, {
+          data: { status: "ok", database: "ok" },
+          meta: { requestId: body.meta.requestId, cursor: null }
+        })
         assert.strictEqual(res.headers.get("x-request-id"), body.meta.requestId)
       }))
 
@@ -205,16 +229,18 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         const doc = spec.json as any
         assert.match(doc.openapi, /^3\./)
         assert.isString(doc.info.title)
-        for (const path of [
-          "/v1/auth/login/start",
-          "/v1/auth/login/complete",
-          "/v1/auth/session",
-          "/v1/auth/logout",
-          "/v1/organizations",
-          "/v1/organizations/{orgId}",
-          "/v1/organizations/{orgId}/workspaces",
-          "/v1/organizations/{orgId}/effective-access"
-        ]) {
+        for (
+          const path of [
+            "/v1/auth/login/start",
+            "/v1/auth/login/complete",
+            "/v1/auth/session",
+            "/v1/auth/logout",
+            "/v1/organizations",
+            "/v1/organizations/{orgId}",
+            "/v1/organizations/{orgId}/workspaces",
+            "/v1/organizations/{orgId}/effective-access"
+          ]
+        ) {
           assert.property(doc.paths, path)
         }
         assert.property(doc.paths["/v1/organizations"], "post")
@@ -228,7 +254,11 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
 
   describe("idempotency", () => {
     const post = (baseUrl: string, path: string, token: string | undefined, key: string, body: string) =>
-      call(baseUrl, "POST", path, { ...(token === undefined ? {} : { token }), body, headers: { "idempotency-key": key } })
+      call(baseUrl, "POST", path, {
+        ...(token === undefined ? {} : { token }),
+        body,
+        headers: { "idempotency-key": key }
+      })
 
     it.effect("Idempotency-Key: a repeat replays the stored answer byte for byte and changes nothing", () =>
       Effect.gen(function*() {
@@ -240,7 +270,13 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         const created = ok(first)
         assert.isNull(first.headers.get("idempotent-replayed"))
         // Same JSON, other key order and spacing.
-        const again = yield* post(baseUrl, "/v1/organizations", user.token, key, `{ "slug" : "${slug}",\n "name": "Idem" }`)
+        const again = yield* post(
+          baseUrl,
+          "/v1/organizations",
+          user.token,
+          key,
+          `{ "slug" : "${slug}",\n "name": "Idem" }`
+        )
         assert.strictEqual(again.status, 200)
         assert.strictEqual(again.text, first.text)
         assert.strictEqual(again.headers.get("idempotent-replayed"), "true")
@@ -282,7 +318,9 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         failed(yield* call(baseUrl, "GET", `/v1/organizations/${slug}`, { token: user.token }), 404, "not_found")
         // The longest and the most varied valid keys are accepted.
         for (const key of ["A-z_0.9:".padEnd(255, "x"), "k"]) {
-          ok(yield* post(baseUrl, "/v1/organizations", user.token, key, JSON.stringify({ name: `Valid ${key.length}` })))
+          ok(
+            yield* post(baseUrl, "/v1/organizations", user.token, key, JSON.stringify({ name: `Valid ${key.length}` }))
+          )
         }
       }))
 
@@ -307,7 +345,10 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         assert.strictEqual(ok(profile).user.displayName, "Alice")
         assert.isNull(profile.headers.get("idempotent-replayed"))
         // Reads ignore the header.
-        const read = yield* call(baseUrl, "GET", "/v1/organizations", { token: alice.token, headers: { "idempotency-key": key } })
+        const read = yield* call(baseUrl, "GET", "/v1/organizations", {
+          token: alice.token,
+          headers: { "idempotency-key": key }
+        })
         ok(read)
         assert.isNull(read.headers.get("idempotent-replayed"))
       }))
@@ -373,7 +414,9 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
-        for (const name of ["P1", "P2", "P3"]) ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name } }))
+        for (const name of ["P1", "P2", "P3"]) {
+          ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name } }))
+        }
         const before = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: user.token })).organizations
           .map((o: any) => o.id)
         assert.lengthOf(before, 4)
@@ -398,9 +441,16 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         for (const id of before) assert.include(seen, id)
         // Walking with limit changing between pages is allowed.
         const first = yield* call(baseUrl, "GET", "/v1/organizations?limit=2", { token: user.token })
-        const rest = ok(yield* call(baseUrl, "GET", `/v1/organizations?limit=100&cursor=${encodeURIComponent((first.json as any).meta.cursor)}`, {
-          token: user.token
-        }))
+        const rest = ok(
+          yield* call(
+            baseUrl,
+            "GET",
+            `/v1/organizations?limit=100&cursor=${encodeURIComponent((first.json as any).meta.cursor)}`,
+            {
+              token: user.token
+            }
+          )
+        )
         assert.lengthOf([...ok(first).organizations, ...rest.organizations], 5)
       }))
 
@@ -409,7 +459,8 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
         const other = yield* newUser(baseUrl)
-        const c1 = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "C1" } })).organization
+        const c1 = ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "C1" } }))
+          .organization
         ok(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "C2" } }))
         const cursorOf = (path: string, token: string) =>
           Effect.map(call(baseUrl, "GET", path, { token }), (res) => {
@@ -446,8 +497,18 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
         for (const limit of ["0", "101", "abc", "1.5", "-1", ""]) {
-          for (const path of ["/v1/organizations", `/v1/organizations/${user.personal.id}/workspaces`, "/v1/auth/security-events"]) {
-            const error = failed(yield* call(baseUrl, "GET", `${path}?limit=${limit}`, { token: user.token }), 422, "validation_failed")
+          for (
+            const path of [
+              "/v1/organizations",
+              `/v1/organizations/${user.personal.id}/workspaces`,
+              "/v1/auth/security-events"
+            ]
+          ) {
+            const error = failed(
+              yield* call(baseUrl, "GET", `${path}?limit=${limit}`, { token: user.token }),
+              422,
+              "validation_failed"
+            )
             assert.deepStrictEqual(Object.keys(error.details.fields), ["limit"], `${path} limit=${limit}`)
           }
         }
@@ -478,7 +539,12 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         assert.strictEqual(created.subjectKind, "organization")
         assert.strictEqual(created.subjectId, org.id)
         assert.strictEqual(created.subjectName, "Logged")
-        assert.deepInclude(created.data, { orgId: org.id, workspaceRef: org.workspaceRef, slug: org.slug, accountId: org.accountId })
+        assert.deepInclude(created.data, {
+          orgId: org.id,
+          workspaceRef: org.workspaceRef,
+          slug: org.slug,
+          accountId: org.accountId
+        })
         assert.strictEqual(added.subjectKind, "member")
         assert.match(added.subjectId, /^mem_/)
         assert.deepInclude(added.data, { subjectType: "user", subjectId: user.user.id, role: "owner" })
@@ -507,7 +573,11 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         // A failed create logs nothing.
         const count = sql<{ n: number }>`select count(*)::int as n from events`
         const before = (yield* count)[0]!.n
-        failed(yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "x", slug: org.slug } }), 409, "conflict")
+        failed(
+          yield* call(baseUrl, "POST", "/v1/organizations", { token: user.token, body: { name: "x", slug: org.slug } }),
+          409,
+          "conflict"
+        )
         assert.strictEqual((yield* count)[0]!.n, before)
       }).pipe(Effect.orDie))
 

@@ -13,14 +13,16 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
-import { freshEmail, signIn } from "./support/session.ts"
+import { failed, ok } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
-import { failed, ok } from "./support/envelope.ts"
+import { freshEmail, signIn } from "./support/session.ts"
 
 const serverWithDatabase = (backend: Exclude<Backend, "memory">) => testServerOver(databaseLayer(backend))
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"]
+const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
+  ? ["pglite", "postgres"]
+  : ["pglite"]
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -108,7 +110,10 @@ for (const backend of backends) {
         assert.deepStrictEqual(slugs, [`acme-${u}`, `acme-${u}-2`, `acme-${u}-3`])
         // Another user deriving the same slug continues the sequence: slugs are global.
         const other = yield* newUser(baseUrl)
-        assert.strictEqual(ok(yield* create(baseUrl, other.token, { name: `Acme ${u}` })).organization.slug, `acme-${u}-4`)
+        assert.strictEqual(
+          ok(yield* create(baseUrl, other.token, { name: `Acme ${u}` })).organization.slug,
+          `acme-${u}-4`
+        )
       }))
 
     it.effect("slug derivation: accents, symbols only, long names", () =>
@@ -148,7 +153,11 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
-        const both = failed(yield* create(baseUrl, user.token, { name: "   ", slug: "Bad Slug" }), 422, "validation_failed")
+        const both = failed(
+          yield* create(baseUrl, user.token, { name: "   ", slug: "Bad Slug" }),
+          422,
+          "validation_failed"
+        )
         assert.deepStrictEqual(Object.keys(both.details.fields).sort(), ["name", "slug"])
         assert.isAbove(both.details.fields.name.length, 0)
         assert.isString(both.details.fields.slug[0])
@@ -232,7 +241,11 @@ for (const backend of backends) {
         ]
         for (const ref of refs) {
           failed(yield* call(baseUrl, "GET", `/v1/organizations/${ref}`, { token: user.token }), 404, "not_found")
-          failed(yield* call(baseUrl, "GET", `/v1/organizations/${ref}/workspaces`, { token: user.token }), 404, "not_found")
+          failed(
+            yield* call(baseUrl, "GET", `/v1/organizations/${ref}/workspaces`, { token: user.token }),
+            404,
+            "not_found"
+          )
         }
       }))
 
@@ -242,19 +255,25 @@ for (const backend of backends) {
         const user = yield* newUser(baseUrl)
         const c1 = ok(yield* create(baseUrl, user.token, { name: "Child One" })).organization
         const c2 = ok(yield* create(baseUrl, user.token, { name: "Child Two" })).organization
-        const children = ok(yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.slug}/workspaces`, {
-          token: user.token
-        }))
+        const children = ok(
+          yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.slug}/workspaces`, {
+            token: user.token
+          })
+        )
         assert.deepStrictEqual(children.workspaces, [
           { orgId: c2.id, workspaceRef: c2.workspaceRef, name: "Child Two" },
           { orgId: c1.id, workspaceRef: c1.workspaceRef, name: "Child One" }
         ])
-        const page = yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.id}/workspaces`, { token: user.token })
+        const page = yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.id}/workspaces`, {
+          token: user.token
+        })
         assert.isNull((page.json as any).meta.cursor)
         // A child workspace has no children of its own.
-        const none = ok(yield* call(baseUrl, "GET", `/v1/organizations/${c1.workspaceRef}/workspaces`, {
-          token: user.token
-        }))
+        const none = ok(
+          yield* call(baseUrl, "GET", `/v1/organizations/${c1.workspaceRef}/workspaces`, {
+            token: user.token
+          })
+        )
         assert.deepStrictEqual(none.workspaces, [])
       }))
 
@@ -263,11 +282,13 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
         const child = ok(yield* create(baseUrl, user.token, { name: "Access" })).organization
-        for (const path of [
-          `/v1/organizations/${user.personal.id}/effective-access`,
-          `/v1/organizations/${child.slug}/effective-access`,
-          `/v1/organizations/${child.workspaceRef}/effective-access?subjectId=${user.user.id}`
-        ]) {
+        for (
+          const path of [
+            `/v1/organizations/${user.personal.id}/effective-access`,
+            `/v1/organizations/${child.slug}/effective-access`,
+            `/v1/organizations/${child.workspaceRef}/effective-access?subjectId=${user.user.id}`
+          ]
+        ) {
           const { permissions: decisions } = ok(yield* call(baseUrl, "GET", path, { token: user.token }))
           assert.deepStrictEqual(decisions.map((d: any) => d.action).sort(), [...permissions].sort(), path)
           for (const decision of decisions) {
@@ -286,9 +307,14 @@ for (const backend of backends) {
         const child = ok(yield* create(baseUrl, owner.token, { name: "Cascade" })).organization
         yield* grant(owner.personal.id, billing.user.id, "billing_admin")
         const access = (token: string, ref: string, subjectId?: string) =>
-          call(baseUrl, "GET", `/v1/organizations/${ref}/effective-access${subjectId ? `?subjectId=${subjectId}` : ""}`, {
-            token
-          })
+          call(
+            baseUrl,
+            "GET",
+            `/v1/organizations/${ref}/effective-access${subjectId ? `?subjectId=${subjectId}` : ""}`,
+            {
+              token
+            }
+          )
         const byAction = (data: any) => new Map<string, any>(data.permissions.map((d: any) => [d.action, d]))
 
         // The billing admin sees the workspace and its own access, but may not inspect anyone else's.
@@ -335,16 +361,18 @@ for (const backend of backends) {
         yield* grant(alice.personal.id, carol.user.id, "admin")
         const longAgo = new Date("2020-01-01T00:00:00.000Z")
         const oldRoot = { id: newId("org_", longAgo.getTime()), publicId: newId("ws_", longAgo.getTime()) }
-        yield* sql`insert into organizations ${sql.insert({
-          ...oldRoot,
-          name: "Old account",
-          slug: `old-${unique()}`,
-          kind: "account",
-          accountId: oldRoot.publicId,
-          isAccountRoot: true,
-          createdAt: longAgo,
-          updatedAt: longAgo
-        })}`.pipe(Effect.orDie)
+        yield* sql`insert into organizations ${
+          sql.insert({
+            ...oldRoot,
+            name: "Old account",
+            slug: `old-${unique()}`,
+            kind: "account",
+            accountId: oldRoot.publicId,
+            isAccountRoot: true,
+            createdAt: longAgo,
+            updatedAt: longAgo
+          })
+        }`.pipe(Effect.orDie)
         yield* grant(oldRoot.id, carol.user.id, "owner")
         const placed = ok(yield* create(baseUrl, carol.token, { name: "Placed" })).organization
         assert.strictEqual(placed.accountId, oldRoot.publicId)
@@ -372,29 +400,47 @@ for (const backend of backends) {
         const missing = newId("org_", Date.now())
         for (const token of [undefined, "not-a-token", "sps_ses_01J00000000000000000000000.bogus"]) {
           const opts = token === undefined ? {} : { token }
-          for (const path of [
-            `/v1/organizations/${missing}`,
-            `/v1/organizations/${missing}/effective-access`,
-            `/v1/organizations/${user.personal.id}`,
-            "/v1/organizations"
-          ]) {
+          for (
+            const path of [
+              `/v1/organizations/${missing}`,
+              `/v1/organizations/${missing}/effective-access`,
+              `/v1/organizations/${user.personal.id}`,
+              "/v1/organizations"
+            ]
+          ) {
             failed(yield* call(baseUrl, "GET", path, opts), 401, "unauthenticated")
           }
-          failed(yield* call(baseUrl, "POST", "/v1/organizations", { ...opts, body: { name: "x" } }), 401, "unauthenticated")
+          failed(
+            yield* call(baseUrl, "POST", "/v1/organizations", { ...opts, body: { name: "x" } }),
+            401,
+            "unauthenticated"
+          )
         }
         // A real session id with a forged secret, and a logged-out session, are 401 even on the user's own workspace.
         const forged = `${user.token.slice(0, -1)}${user.token.endsWith("0") ? "1" : "0"}`
-        failed(yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.id}`, { token: forged }), 401, "unauthenticated")
+        failed(
+          yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.id}`, { token: forged }),
+          401,
+          "unauthenticated"
+        )
         const leaving = yield* newUser(baseUrl)
         ok(yield* call(baseUrl, "POST", "/v1/auth/logout", { token: leaving.token }))
         for (const ref of [leaving.personal.id, missing]) {
-          failed(yield* call(baseUrl, "GET", `/v1/organizations/${ref}`, { token: leaving.token }), 401, "unauthenticated")
+          failed(
+            yield* call(baseUrl, "GET", `/v1/organizations/${ref}`, { token: leaving.token }),
+            401,
+            "unauthenticated"
+          )
         }
         const other = yield* newUser(baseUrl)
         // Authenticated: the workspace comes next (404), before the route's permission (403).
-        failed(yield* call(baseUrl, "GET", `/v1/organizations/${other.personal.id}/workspaces`, {
-          token: user.token
-        }), 404, "not_found")
+        failed(
+          yield* call(baseUrl, "GET", `/v1/organizations/${other.personal.id}/workspaces`, {
+            token: user.token
+          }),
+          404,
+          "not_found"
+        )
       }))
   })
 }

@@ -13,14 +13,16 @@ export const seedMember = (orgId: string, userId: string, role: string | null) =
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const now = new Date()
-    yield* sql`insert into members ${sql.insert({
-      id: newId("mem_", now.getTime()),
-      orgId,
-      subjectType: "user",
-      subjectId: userId,
-      status: "active",
-      joinedAt: now
-    })}`
+    yield* sql`insert into members ${
+      sql.insert({
+        id: newId("mem_", now.getTime()),
+        orgId,
+        subjectType: "user",
+        subjectId: userId,
+        status: "active",
+        joinedAt: now
+      })
+    }`
     if (role !== null) yield* seedBinding(orgId, "user", userId, role)
   }).pipe(Effect.orDie)
 
@@ -34,14 +36,16 @@ export const seedBinding = (
 ) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`insert into role_bindings ${sql.insert({
-      id: randomUUID(),
-      orgId,
-      subjectType,
-      subjectId,
-      role,
-      scopeKind: projectId === null ? "organization" : "project",
-      scopeRef: projectId,
-      createdAt: new Date()
-    })}`
+    yield* sql`insert into role_bindings ${
+      sql.insert({
+        id: randomUUID(),
+        orgId,
+        subjectType,
+        subjectId,
+        role,
+        scopeKind: projectId === null ? "organization" : "project",
+        scopeRef: projectId,
+        createdAt: new Date()
+      })
+    }`
   }).pipe(Effect.orDie)

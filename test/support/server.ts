@@ -2,12 +2,12 @@
  * Boots the whole server in-process on a free loopback port, on memory repositories, an embedded PGlite,
  * or a scratch database on the PostgreSQL server at `DATABASE_URL`, for end-to-end tests over real HTTP.
  */
-import { ControlPlaneApi, Authentication } from "@cp/domain"
+import { Authentication, ControlPlaneApi } from "@cp/domain"
 import { type Database, Migrations } from "@cp/persistence"
-import { NodeHttpServer } from "@effect/platform-node"
 import { serveApp } from "@cp/server/app"
 import { AppConfig, parseConfig } from "@cp/server/platform/config"
 import { RepositoriesMemory, RepositoriesSql } from "@cp/server/repositories"
+import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClientRequest, HttpServer } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
@@ -60,12 +60,16 @@ export const call = (
   Effect.promise(async () => {
     const headers: Record<string, string> = { ...options.headers }
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
-    if (options.body !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json"
+    if (options.body !== undefined && headers["content-type"] === undefined) {
+      headers["content-type"] = "application/json"
+    }
     const response = await fetch(`${baseUrl}${path}`, {
       method,
       headers,
       redirect: "manual",
-      ...(options.body === undefined ? {} : { body: typeof options.body === "string" ? options.body : JSON.stringify(options.body) })
+      ...(options.body === undefined
+        ? {}
+        : { body: typeof options.body === "string" ? options.body : JSON.stringify(options.body) })
     })
     const text = await response.text()
     let json: unknown = undefined

@@ -14,7 +14,8 @@ export interface SignedIn {
 }
 
 /** A fresh address nobody has used yet; its local part (`<prefix>-<hex>`) becomes the `Personal` slug. */
-export const freshEmail = (prefix = "user"): string => `${prefix}-${randomUUID().replaceAll("-", "").slice(0, 16)}@example.test`
+export const freshEmail = (prefix = "user"): string =>
+  `${prefix}-${randomUUID().replaceAll("-", "").slice(0, 16)}@example.test`
 
 const expectStatus = (step: string, res: { readonly status: number; readonly text: string }, status = 200) =>
   res.status === status
@@ -61,6 +62,9 @@ export const signInWithPersonal = (baseUrl: string, prefix = "user") =>
 /** A new project with a random name in the workspace `orgRef`, created over HTTP by `token`: its id. */
 export const createProject = (baseUrl: string, token: string, orgRef: string) =>
   Effect.map(
-    call(baseUrl, "POST", `/v1/organizations/${orgRef}/projects`, { token, body: { name: `P ${randomUUID().slice(0, 8)}` } }),
+    call(baseUrl, "POST", `/v1/organizations/${orgRef}/projects`, {
+      token,
+      body: { name: `P ${randomUUID().slice(0, 8)}` }
+    }),
     (res) => ok(res).project.id as string
   )

@@ -4,4 +4,7 @@ import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Effect } from "effect"
 import { run } from "./main.ts"
 
-run(process.argv.slice(2)).pipe(Effect.provide(NodeServices.layer), NodeRuntime.runMain({ disableErrorReporting: true }))
+run(process.argv.slice(2)).pipe(
+  Effect.provide(NodeServices.layer),
+  NodeRuntime.runMain({ disableErrorReporting: true })
+)

@@ -51,8 +51,11 @@ export const resolveConnection = Effect.fnUntraced(function*(flags: {
 }) {
   const env = yield* Effect.orDie(Environment)
   const stored = yield* Effect.cached((yield* CredentialsStore).load)
-  const firstOf = <A, E, R>(flag: Option.Option<A>, fromEnv: Option.Option<A>, fromFile: Effect.Effect<Option.Option<A>, E, R>) =>
-    Option.isSome(flag) ? Effect.succeed(flag) : Option.isSome(fromEnv) ? Effect.succeed(fromEnv) : fromFile
+  const firstOf = <A, E, R>(
+    flag: Option.Option<A>,
+    fromEnv: Option.Option<A>,
+    fromFile: Effect.Effect<Option.Option<A>, E, R>
+  ) => Option.isSome(flag) ? Effect.succeed(flag) : Option.isSome(fromEnv) ? Effect.succeed(fromEnv) : fromFile
 
   const baseUrl = withoutTrailingSlash(Option.getOrElse(
     yield* firstOf(flags.baseUrl, env.baseUrl, Effect.map(stored, Option.map((credentials) => credentials.baseUrl))),
@@ -61,8 +64,12 @@ export const resolveConnection = Effect.fnUntraced(function*(flags: {
   const token = yield* firstOf(
     flags.token,
     env.token,
-    Effect.map(stored, Option.flatMap((credentials) =>
-      withoutTrailingSlash(credentials.baseUrl) === baseUrl ? Option.some(credentials.token) : Option.none()))
+    Effect.map(
+      stored,
+      Option.flatMap((credentials) =>
+        withoutTrailingSlash(credentials.baseUrl) === baseUrl ? Option.some(credentials.token) : Option.none()
+      )
+    )
   )
   return { baseUrl, token } satisfies Connection
 })
@@ -77,11 +84,12 @@ export class ControlPlaneClient extends Context.Service<ControlPlaneClient, {
     Effect.gen(function*() {
       const connection = yield* resolveConnection({ baseUrl: yield* BaseUrlFlag, token: yield* TokenFlag })
       const api = yield* HttpApiClient.make(ControlPlaneApi, { baseUrl: connection.baseUrl }).pipe(
-        Effect.provide(HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
-          next(Option.match(connection.token, {
-            onNone: () => request,
-            onSome: (token) => HttpClientRequest.bearerToken(request, token)
-          })))
+        Effect.provide(
+          HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
+            next(Option.match(connection.token, {
+              onNone: () => request,
+              onSome: (token) => HttpClientRequest.bearerToken(request, token)
+            })))
         )
       )
       return ControlPlaneClient.of({ connection, api })

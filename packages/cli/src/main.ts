@@ -5,9 +5,9 @@ import { BaseUrlFlag, TokenFlag } from "./client.ts"
 import { access } from "./commands/access.ts"
 import { apiKeys } from "./commands/apiKeys.ts"
 import { audit } from "./commands/audit.ts"
+import { login, logout, whoami } from "./commands/auth.ts"
 import { config } from "./commands/config.ts"
 import { flags } from "./commands/flags.ts"
-import { login, logout, whoami } from "./commands/auth.ts"
 import { invitations } from "./commands/invitations.ts"
 import { members } from "./commands/members.ts"
 import { envs, projects } from "./commands/projects.ts"
@@ -20,7 +20,23 @@ import { JsonOutput } from "./output.ts"
 /** The whole command tree, with the flags every command accepts. */
 export const cpctl = Command.make("cpctl").pipe(
   Command.withDescription("Admin CLI for the workspace control plane"),
-  Command.withSubcommands([login, logout, whoami, workspaces, apiKeys, audit, members, invitations, teams, projects, envs, access, secrets, config, flags]),
+  Command.withSubcommands([
+    login,
+    logout,
+    whoami,
+    workspaces,
+    apiKeys,
+    audit,
+    members,
+    invitations,
+    teams,
+    projects,
+    envs,
+    access,
+    secrets,
+    config,
+    flags
+  ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )
 

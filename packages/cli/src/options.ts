@@ -18,14 +18,20 @@ export const pageFlags = {
 }
 
 /** The list query from the paging flags: only the keys whose flags were given. */
-export const pageQuery = (flags: { readonly limit: Option.Option<number>; readonly cursor: Option.Option<string> }) => ({
+export const pageQuery = (
+  flags: { readonly limit: Option.Option<number>; readonly cursor: Option.Option<string> }
+) => ({
   ...optionalKey("limit", flags.limit),
   ...optionalKey("cursor", flags.cursor)
 })
 
 /** `--project` and `--environment` (optional ids of the scope below the workspace), with their help texts. */
 export const belowWorkspaceFlags = (projectDescription: string, environmentDescription: string) => ({
-  project: Flag.String("project").pipe(Flag.withSchema(ProjectId), Flag.withDescription(projectDescription), Flag.optional),
+  project: Flag.String("project").pipe(
+    Flag.withSchema(ProjectId),
+    Flag.withDescription(projectDescription),
+    Flag.optional
+  ),
   environment: Flag.String("environment").pipe(
     Flag.withSchema(EnvironmentId),
     Flag.withDescription(environmentDescription),

@@ -19,8 +19,7 @@ export type Cell = string | number | boolean | Date | null
 /** A table's columns in display order: header → how to read the cell from a row. */
 export type Columns<Row> = Readonly<Record<string, (row: Row) => Cell>>
 
-const showCell = (cell: Cell): string =>
-  cell === null ? "-" : cell instanceof Date ? cell.toISOString() : String(cell)
+const showCell = (cell: Cell): string => cell === null ? "-" : cell instanceof Date ? cell.toISOString() : String(cell)
 
 /** Renders rows as left-aligned columns under upper-case headers, two spaces apart. */
 export const renderTable = <Row>(columns: Columns<Row>, rows: ReadonlyArray<Row>): string => {

@@ -67,13 +67,20 @@ describe("credential resolution", () => {
 
   it.effect("a stored token is only sent to the server that issued it", () =>
     Effect.gen(function*() {
-      const elsewhere = yield* resolveWith({}, { ...none, baseUrl: Option.some("http://other.test/") }, Option.some(stored))
+      const elsewhere = yield* resolveWith(
+        {},
+        { ...none, baseUrl: Option.some("http://other.test/") },
+        Option.some(stored)
+      )
       assert.deepStrictEqual(elsewhere, { baseUrl: "http://other.test", token: Option.none() })
     }))
 
   it.effect("with nothing configured: the default base URL and no token", () =>
     Effect.gen(function*() {
-      assert.deepStrictEqual(yield* resolveWith({}, none, Option.none()), { baseUrl: DEFAULT_BASE_URL, token: Option.none() })
+      assert.deepStrictEqual(yield* resolveWith({}, none, Option.none()), {
+        baseUrl: DEFAULT_BASE_URL,
+        token: Option.none()
+      })
     }))
 })
 

@@ -16,8 +16,7 @@ const statusError = (status: number, body: string) =>
     })
   })
 
-const reported = (cause: Cause.Cause<CpctlError>) =>
-  Effect.andThen(reportFailure(cause), TestConsole.errorLines)
+const reported = (cause: Cause.Cause<CpctlError>) => Effect.andThen(reportFailure(cause), TestConsole.errorLines)
 
 describe("reportFailure", () => {
   it.effect("prints a wire error as `error <code>: <message>`", () =>
@@ -37,7 +36,9 @@ describe("reportFailure", () => {
   it.effect("reads the error body of a status no endpoint declares (a 500)", () =>
     Effect.gen(function*() {
       const body = JSON.stringify({ error: { code: "internal_error", message: "Internal error", details: {} } })
-      assert.deepStrictEqual(yield* reported(Cause.fail(statusError(500, body))), ["error internal_error: Internal error"])
+      assert.deepStrictEqual(yield* reported(Cause.fail(statusError(500, body))), [
+        "error internal_error: Internal error"
+      ])
     }))
 
   it.effect("falls back to the status when that body is not the wire's", () =>

@@ -32,9 +32,11 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(EnvironmentSecretsApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
-  .annotateMerge(Context.make(HttpApi.PayloadParseOptions, { errors: "all" }).pipe(
-    Context.add(HttpApi.QueryParseOptions, { errors: "all" })
-  ))
+  .annotateMerge(
+    Context.make(HttpApi.PayloadParseOptions, { errors: "all" }).pipe(
+      Context.add(HttpApi.QueryParseOptions, { errors: "all" })
+    )
+  )
   .annotateMerge(OpenApi.annotations({
     title: "Workspace Control-Plane API",
     version: "1.0.0",

@@ -54,7 +54,12 @@ export const CreatedApiKey = Schema.Struct({ ...ApiKey.fields, secret: Schema.St
 export type CreatedApiKey = typeof CreatedApiKey.Type
 
 /** The DELETE answer: the revoked key's final state. */
-export const RevokedApiKey = Schema.Struct({ id: ApiKeyId, label: Schema.String, prefix: Schema.String, revokedAt: Timestamp })
+export const RevokedApiKey = Schema.Struct({
+  id: ApiKeyId,
+  label: Schema.String,
+  prefix: Schema.String,
+  revokedAt: Timestamp
+})
 export type RevokedApiKey = typeof RevokedApiKey.Type
 
 /** `projectId` is required for a project role and absent for a workspace role (checked by the service). */

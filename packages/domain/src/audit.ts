@@ -32,7 +32,14 @@ const ISO_MILLIS = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})(Z|
 const isRealInstant = (text: string): boolean => {
   const m = ISO_MILLIS.exec(text)
   if (m === null) return false
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number]
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number
+  ]
   const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
   const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] ?? 0
   const offsetOk = m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59)

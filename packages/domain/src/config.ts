@@ -15,7 +15,9 @@ import { OrgRef } from "./workspaces.ts"
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 
-export const SettingId = Schema.String.check(Schema.isPattern(new RegExp(`^stg_${ULID}$`))).pipe(Schema.brand("SettingId"))
+export const SettingId = Schema.String.check(Schema.isPattern(new RegExp(`^stg_${ULID}$`))).pipe(
+  Schema.brand("SettingId")
+)
 export type SettingId = typeof SettingId.Type
 export const FeatureFlagId = Schema.String.check(Schema.isPattern(new RegExp(`^flg_${ULID}$`))).pipe(
   Schema.brand("FeatureFlagId")

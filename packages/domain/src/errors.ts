@@ -98,12 +98,16 @@ export class RefConflict extends Schema.Error<RefConflict>("RefConflict")(
   { httpApiStatus: 409 }
 ) {}
 
-type WireErrorClass<E> = new(props: { readonly error: { readonly message: string; readonly details?: ErrorDetails } }) => E
+type WireErrorClass<E> = new(
+  props: { readonly error: { readonly message: string; readonly details?: ErrorDetails } }
+) => E
 
 /** Builds a wire error from a message and optional details: `wireError(NotFound, "Project not found")`. */
 export const wireError = <E>(Class: WireErrorClass<E>, message: string, details?: ErrorDetails): E =>
   new Class({ error: details === undefined ? { message } : { message, details } })
 
 /** `422 validation_failed` with `details.fields` mapping each field to its messages. */
-export const validationFailed = (fields: Record<string, ReadonlyArray<string>>, message = "Request validation failed") =>
-  wireError(ValidationFailed, message, { fields })
+export const validationFailed = (
+  fields: Record<string, ReadonlyArray<string>>,
+  message = "Request validation failed"
+) => wireError(ValidationFailed, message, { fields })

@@ -83,7 +83,11 @@ export class IdentityApi extends HttpApiGroup.make("identity")
     }).annotateMerge(requires.none),
     HttpApiEndpoint.get("oauthCallback", "/v1/auth/oauth/:provider/callback", {
       params: { provider: ProviderParam },
-      query: { code: Schema.optionalKey(Schema.String), state: Schema.String, error: Schema.optionalKey(Schema.String) },
+      query: {
+        code: Schema.optionalKey(Schema.String),
+        state: Schema.String,
+        error: Schema.optionalKey(Schema.String)
+      },
       success: Envelope(LoginResult),
       error: [NotFound, PreconditionFailed]
     }).annotateMerge(requires.none)

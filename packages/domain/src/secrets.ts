@@ -15,7 +15,9 @@ import { OrgRef } from "./workspaces.ts"
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 
 /** `sec_` + ULID. */
-export const SecretId = Schema.String.check(Schema.isPattern(new RegExp(`^sec_${ULID}$`))).pipe(Schema.brand("SecretId"))
+export const SecretId = Schema.String.check(Schema.isPattern(new RegExp(`^sec_${ULID}$`))).pipe(
+  Schema.brand("SecretId")
+)
 export type SecretId = typeof SecretId.Type
 
 /** Where a secret is defined: the workspace itself, one project, or one environment of a project. */
@@ -113,9 +115,19 @@ const secretEndpoints = <const P extends `/${string}`, const Params extends Sche
     }).annotateMerge(requires.permission(write))
   ] as const
 
-const workspaceEndpoints = secretEndpoints(workspacePath, orgParams, "organization.config.read", "organization.config.write")
+const workspaceEndpoints = secretEndpoints(
+  workspacePath,
+  orgParams,
+  "organization.config.read",
+  "organization.config.write"
+)
 const projectEndpoints = secretEndpoints(projectPath, projectParams, "project.config.read", "project.config.write")
-const environmentEndpoints = secretEndpoints(environmentPath, environmentParams, "project.config.read", "project.config.write")
+const environmentEndpoints = secretEndpoints(
+  environmentPath,
+  environmentParams,
+  "project.config.read",
+  "project.config.write"
+)
 
 /** Workspace-scope secrets; `GET …/config/secrets?scope=all` lists every scope of the workspace together. */
 export class SecretsApi extends HttpApiGroup.make("secrets")

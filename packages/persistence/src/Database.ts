@@ -2,9 +2,9 @@
  * The database layers: `PgClient` (and `SqlClient`) over a real PostgreSQL server, or over an embedded PGlite served on
  * loopback by pglite-socket, with snake_case columns mapped to camelCase once, here.
  */
+import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
-import { PgClient } from "@effect/sql-pg"
 import { Config, Effect, Layer, Option, Redacted, String as Str } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
@@ -21,7 +21,7 @@ const EMBEDDED_HOST = "127.0.0.1"
  * A name transform that computes each name once: the set of column and field names is fixed by the schema, and
  * handing back the same string every time keeps building rows on V8's fast property paths.
  */
-const memoized = (transform: (name: string) => string): ((name: string) => string) => {
+const memoized = (transform: (name: string) => string): (name: string) => string => {
   const names = new Map<string, string>()
   return (name) => {
     let transformed = names.get(name)

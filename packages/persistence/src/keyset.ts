@@ -30,7 +30,11 @@ export const idPosition = (row: { readonly createdAt: Date; readonly id: string 
 })
 
 /** The memory twin of a keyset page: newest first, the rows strictly after `window.after`, at most `limit`. */
-export const windowOf = <A>(rows: ReadonlyArray<A>, position: (row: A) => PagePosition, window: PageWindow): Array<A> => {
+export const windowOf = <A>(
+  rows: ReadonlyArray<A>,
+  position: (row: A) => PagePosition,
+  window: PageWindow
+): Array<A> => {
   const { after, limit } = window
   return rows.filter((row) => after === undefined || newestFirst(position(row), after) > 0)
     .sort((a, b) => newestFirst(position(a), position(b)))
@@ -54,4 +58,6 @@ export const isSlugOfFamily = (base: string) => (slug: string): boolean =>
  * range even in a generic plan.
  */
 export const slugOfFamily = (sql: SqlClient.SqlClient, base: string): Statement.Fragment =>
-  sql`(slug = ${base} or (slug > ${`${base}-`} and slug < ${`${base}.`} and substr(slug, ${base.length + 2}) ~ '^[0-9]+$'))`
+  sql`(slug = ${base} or (slug > ${`${base}-`} and slug < ${`${base}.`} and substr(slug, ${
+    base.length + 2
+  }) ~ '^[0-9]+$'))`

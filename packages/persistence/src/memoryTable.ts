@@ -54,10 +54,10 @@ export const updateRow = <K, Row extends {}>(
   })
 
 /** The memory twin of `set consumed_at = now where consumed_at is null and expires_at > now`: single-use tokens. */
-export const consumeUnexpired = (now: Date) =>
-<Row extends { readonly consumedAt: Date | null; readonly expiresAt: Date }>(row: Row): Option.Option<Row> =>
-  row.consumedAt === null && row.expiresAt > now ? Option.some({ ...row, consumedAt: now }) : Option.none()
+export const consumeUnexpired =
+  (now: Date) =>
+  <Row extends { readonly consumedAt: Date | null; readonly expiresAt: Date }>(row: Row): Option.Option<Row> =>
+    row.consumedAt === null && row.expiresAt > now ? Option.some({ ...row, consumedAt: now }) : Option.none()
 
 /** The composite key of a multi-column unique constraint. */
-export const compositeKey = (...parts: ReadonlyArray<string | null>): string =>
-  JSON.stringify(parts)
+export const compositeKey = (...parts: ReadonlyArray<string | null>): string => JSON.stringify(parts)

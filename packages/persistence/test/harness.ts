@@ -2,9 +2,9 @@
  * Runs one repository contract suite against every backend: the memory layers, an embedded PGlite (migrated, one
  * boot per suite), and a scratch database on the PostgreSQL server at `DATABASE_URL` when that is set.
  */
-import { PGlite } from "@electric-sql/pglite"
-import { layer, type Vitest } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
+import { layer, type Vitest } from "@effect/vitest"
+import { PGlite } from "@electric-sql/pglite"
 import { Config, Context, Effect, Layer } from "effect"
 import type { MigrationError } from "effect/sql/Migrator"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
@@ -50,7 +50,8 @@ const freshPgliteSnapshot = Effect.tryPromise({
     await rename(partial, path)
     return snapshot
   },
-  catch: (cause) => new SqlError({ reason: new ConnectionError({ cause, message: "Could not prepare PGlite snapshot" }) })
+  catch: (cause) =>
+    new SqlError({ reason: new ConnectionError({ cause, message: "Could not prepare PGlite snapshot" }) })
 })
 
 /** A database created on the `DATABASE_URL` server for one suite, dropped (connections and all) when it ends. */

@@ -18,18 +18,18 @@ import { SecurityLog } from "./identity/securityLog.ts"
 import { IdentityService } from "./identity/service.ts"
 import { InvitationsHttp, MembersHttp } from "./members/http.ts"
 import { InvitationsService } from "./members/invitations.ts"
-import { Entitlements } from "./platform/entitlements.ts"
-import { ProjectsHttp } from "./projects/http.ts"
-import { ProjectsService } from "./projects/service.ts"
-import { EnvironmentSweep } from "./projects/sweep.ts"
 import { MembersService } from "./members/service.ts"
 import { ApiMiddlewareLive } from "./platform/apiMiddleware.ts"
 import { EdgeLive } from "./platform/edge.ts"
+import { Entitlements } from "./platform/entitlements.ts"
 import { EventLog } from "./platform/events.ts"
 import { ServerKeys } from "./platform/keys.ts"
 import { Mailer } from "./platform/mailer.ts"
 import { Cursors } from "./platform/pagination.ts"
 import { RateLimiter } from "./platform/rateLimit.ts"
+import { ProjectsHttp } from "./projects/http.ts"
+import { ProjectsService } from "./projects/service.ts"
+import { EnvironmentSweep } from "./projects/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
 import { SystemHttp } from "./system/http.ts"
@@ -40,9 +40,24 @@ import { WorkspaceResolverLive } from "./workspaces/resolver.ts"
 import { WorkspacesService } from "./workspaces/service.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHttp, IdentityHttp, SessionHttp, WorkspacesHttp, ApiKeysHttp, AuditHttp, MembersHttp, InvitationsHttp, TeamsHttp, ProjectsHttp,
-    SecretsHttp, ProjectSecretsHttp, EnvironmentSecretsHttp,
-    ConfigurationHttp, ProjectConfigurationHttp, EnvironmentConfigurationHttp]),
+  Layer.provide([
+    SystemHttp,
+    IdentityHttp,
+    SessionHttp,
+    WorkspacesHttp,
+    ApiKeysHttp,
+    AuditHttp,
+    MembersHttp,
+    InvitationsHttp,
+    TeamsHttp,
+    ProjectsHttp,
+    SecretsHttp,
+    ProjectSecretsHttp,
+    EnvironmentSecretsHttp,
+    ConfigurationHttp,
+    ProjectConfigurationHttp,
+    EnvironmentConfigurationHttp
+  ]),
   Layer.provide(ApiMiddlewareLive)
 )
 
@@ -64,7 +79,9 @@ const Services = OAuthService.layer.pipe(
 )
 
 /** Every route (API, docs, edge) with the services they need; needs config and repositories. */
-export const HttpAppLive = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background).pipe(Layer.provide(Services))
+export const HttpAppLive = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background).pipe(
+  Layer.provide(Services)
+)
 
 /** Serves the app on whatever `HttpServer` is provided (a Node listener, or a test server). */
 export const serveApp = HttpRouter.serve(HttpAppLive, { disableLogger: true, disableListenLog: true })

@@ -38,7 +38,9 @@ const gatedServer = () => {
 /** The complete server for a configuration, listening on its host and port. */
 export const serverFor = (config: AppConfigShape) => {
   const announce = Layer.effectDiscard(
-    Effect.log(`Control plane API on ${config.publicBaseUrl}/v1 (docs: ${config.publicBaseUrl}/docs, ${config.env} mode)`)
+    Effect.log(
+      `Control plane API on ${config.publicBaseUrl}/v1 (docs: ${config.publicBaseUrl}/docs, ${config.env} mode)`
+    )
   )
   // Layers provided later are built first: the database is migrated before the port opens.
   return Layer.mergeAll(serveApp, announce).pipe(

@@ -2,10 +2,10 @@
 import {
   ApiKeysRepo,
   ChallengesRepo,
-  EntitlementsRepo,
   ConfigRepo,
-  EnvironmentsRepo,
   DatabaseHealth,
+  EntitlementsRepo,
+  EnvironmentsRepo,
   EventLogRepo,
   IdempotencyRepo,
   InvitationsRepo,

@@ -6,9 +6,9 @@ import { type PermissionDecision, ProjectId, type Via } from "@cp/domain"
 import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
+import { optionalKey } from "../options.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
 import { workspaceFlag } from "./teams.ts"
-import { optionalKey } from "../options.ts"
 
 /** `team:builder@organization (team_…)`: how the role is held, which role, on what scope, through which team. */
 export const describeVia = (via: Via): string =>
@@ -24,27 +24,36 @@ const decisionColumns: Columns<PermissionDecision> = {
   via: (decision) => (decision.via === null ? null : describeVia(decision.via))
 }
 
-const explain = Command.make("explain", {
-  workspace: workspaceFlag,
-  subject: Flag.String("subject").pipe(
-    Flag.withDescription("Whose access (usr_… or sp_…); yourself when absent. Needs organization.member.list"),
-    Flag.optional
-  ),
-  project: Flag.String("project").pipe(
-    Flag.withSchema(ProjectId),
-    Flag.withDescription("Decide project-scoped permissions within this project (prj_…)"),
-    Flag.optional
-  ),
-  allowed: Flag.Boolean("allowed").pipe(Flag.withDescription("Show only the permissions that are allowed"), Flag.withDefault(false))
-}, Effect.fn("cpctl.access.explain")(function*({ workspace, subject, project, allowed }) {
-  const { api } = yield* ControlPlaneClient
-  const access = yield* api.workspaces.effectiveAccess({
-    params: { orgId: workspace },
-    query: { ...optionalKey("subjectId", subject), ...optionalKey("projectId", project) }
+const explain = Command.make(
+  "explain",
+  {
+    workspace: workspaceFlag,
+    subject: Flag.String("subject").pipe(
+      Flag.withDescription("Whose access (usr_… or sp_…); yourself when absent. Needs organization.member.list"),
+      Flag.optional
+    ),
+    project: Flag.String("project").pipe(
+      Flag.withSchema(ProjectId),
+      Flag.withDescription("Decide project-scoped permissions within this project (prj_…)"),
+      Flag.optional
+    ),
+    allowed: Flag.Boolean("allowed").pipe(
+      Flag.withDescription("Show only the permissions that are allowed"),
+      Flag.withDefault(false)
+    )
+  },
+  Effect.fn("cpctl.access.explain")(function*({ workspace, subject, project, allowed }) {
+    const { api } = yield* ControlPlaneClient
+    const access = yield* api.workspaces.effectiveAccess({
+      params: { orgId: workspace },
+      query: { ...optionalKey("subjectId", subject), ...optionalKey("projectId", project) }
+    })
+    const shown = {
+      permissions: allowed ? access.permissions.filter((decision) => decision.allow) : access.permissions
+    }
+    yield* printResult(shown, ({ permissions }) => renderTable(decisionColumns, permissions))
   })
-  const shown = { permissions: allowed ? access.permissions.filter((decision) => decision.allow) : access.permissions }
-  yield* printResult(shown, ({ permissions }) => renderTable(decisionColumns, permissions))
-})).pipe(Command.withDescription("Explain who may do what in a workspace, and why"), withClient)
+).pipe(Command.withDescription("Explain who may do what in a workspace, and why"), withClient)
 
 /** `cpctl access`: effective access and its provenance. */
 export const access = Command.make("access").pipe(

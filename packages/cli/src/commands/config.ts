@@ -85,55 +85,73 @@ export const parseValue = (text: string): Schema.Json => {
 
 const keyArgument = Argument.String("key").pipe(Argument.withSchema(ConfigKey), Argument.withDescription("Setting key"))
 
-const get = Command.make("get", {
-  ...scopeFlags,
-  key: Argument.String("key").pipe(Argument.withDescription("Only this key"), Argument.optional)
-}, Effect.fn("cpctl.config.get")(function*(flags) {
-  const { group, params } = yield* scopedApi(flags)
-  const page = yield* group.listSettings({ params, query: { limit: 100 } })
-  const settings = Option.match(flags.key, {
-    onNone: () => page.data.settings,
-    onSome: (key) => page.data.settings.filter((setting) => setting.key === key)
+const get = Command.make(
+  "get",
+  {
+    ...scopeFlags,
+    key: Argument.String("key").pipe(Argument.withDescription("Only this key"), Argument.optional)
+  },
+  Effect.fn("cpctl.config.get")(function*(flags) {
+    const { group, params } = yield* scopedApi(flags)
+    const page = yield* group.listSettings({ params, query: { limit: 100 } })
+    const settings = Option.match(flags.key, {
+      onNone: () => page.data.settings,
+      onSome: (key) => page.data.settings.filter((setting) => setting.key === key)
+    })
+    yield* printResult({ settings }, ({ settings }) => renderTable(settingColumns, settings))
   })
-  yield* printResult({ settings }, ({ settings }) => renderTable(settingColumns, settings))
-})).pipe(Command.withDescription("Show the settings defined at exactly one scope"), withClient)
+).pipe(Command.withDescription("Show the settings defined at exactly one scope"), withClient)
 
-const set = Command.make("set", {
-  ...scopeFlags,
-  key: keyArgument,
-  value: Argument.String("value").pipe(Argument.withDescription("The value: JSON, or else a string")),
-  type: Flag.Literals("type", SettingValueType.literals).pipe(Flag.withDescription("Declared value type"), Flag.optional),
-  visibility: Flag.Literals("visibility", SettingVisibility.literals).pipe(
-    Flag.withDescription("public, internal or masked"),
-    Flag.optional
-  ),
-  description: Flag.String("description").pipe(Flag.withDescription("What the setting is for"), Flag.optional),
-  locked: Flag.Boolean("locked").pipe(
-    Flag.withDescription("Lock it for every lower scope (account root workspace scope only)"),
-    Flag.optional
-  )
-}, Effect.fn("cpctl.config.set")(function*(flags) {
-  const { group, params } = yield* scopedApi(flags)
-  const value = parseValue(flags.value)
-  const declared = {
-    ...optionalKey("valueType", flags.type),
-    ...optionalKey("visibility", flags.visibility),
-    ...optionalKey("description", flags.description),
-    ...optionalKey("overridable", Option.map(flags.locked, (locked) => !locked))
-  }
-  const existing = (yield* group.listSettings({ params, query: { limit: 100 } })).data.settings
-    .find((setting) => setting.key === flags.key)
-  const result = existing === undefined
-    ? yield* group.createSetting({ params, payload: { key: flags.key, value, ...declared } })
-    : yield* group.updateSetting({ params: { ...params, settingId: existing.id }, payload: { value, ...declared } })
-  yield* printResult(result, ({ setting }) => renderTable(settingColumns, [setting]))
-})).pipe(Command.withDescription("Create or update a setting at one scope"), withClient)
+const set = Command.make(
+  "set",
+  {
+    ...scopeFlags,
+    key: keyArgument,
+    value: Argument.String("value").pipe(Argument.withDescription("The value: JSON, or else a string")),
+    type: Flag.Literals("type", SettingValueType.literals).pipe(
+      Flag.withDescription("Declared value type"),
+      Flag.optional
+    ),
+    visibility: Flag.Literals("visibility", SettingVisibility.literals).pipe(
+      Flag.withDescription("public, internal or masked"),
+      Flag.optional
+    ),
+    description: Flag.String("description").pipe(Flag.withDescription("What the setting is for"), Flag.optional),
+    locked: Flag.Boolean("locked").pipe(
+      Flag.withDescription("Lock it for every lower scope (account root workspace scope only)"),
+      Flag.optional
+    )
+  },
+  Effect.fn("cpctl.config.set")(function*(flags) {
+    const { group, params } = yield* scopedApi(flags)
+    const value = parseValue(flags.value)
+    const declared = {
+      ...optionalKey("valueType", flags.type),
+      ...optionalKey("visibility", flags.visibility),
+      ...optionalKey("description", flags.description),
+      ...optionalKey("overridable", Option.map(flags.locked, (locked) => !locked))
+    }
+    const existing = (yield* group.listSettings({ params, query: { limit: 100 } })).data.settings
+      .find((setting) => setting.key === flags.key)
+    const result = existing === undefined
+      ? yield* group.createSetting({ params, payload: { key: flags.key, value, ...declared } })
+      : yield* group.updateSetting({ params: { ...params, settingId: existing.id }, payload: { value, ...declared } })
+    yield* printResult(result, ({ setting }) => renderTable(settingColumns, [setting]))
+  })
+).pipe(Command.withDescription("Create or update a setting at one scope"), withClient)
 
-const resolve = Command.make("resolve", { ...scopeFlags, key: keyArgument }, Effect.fn("cpctl.config.resolve")(function*(flags) {
-  const { group, params } = yield* scopedApi(flags)
-  const resolved = yield* group.resolveSetting({ params, query: { key: flags.key } })
-  yield* printResult(resolved, ({ setting }) => renderTable(resolvedColumns, [setting]))
-})).pipe(Command.withDescription("Resolve a key: environment, project, workspace, account, then the built-in default"), withClient)
+const resolve = Command.make(
+  "resolve",
+  { ...scopeFlags, key: keyArgument },
+  Effect.fn("cpctl.config.resolve")(function*(flags) {
+    const { group, params } = yield* scopedApi(flags)
+    const resolved = yield* group.resolveSetting({ params, query: { key: flags.key } })
+    yield* printResult(resolved, ({ setting }) => renderTable(resolvedColumns, [setting]))
+  })
+).pipe(
+  Command.withDescription("Resolve a key: environment, project, workspace, account, then the built-in default"),
+  withClient
+)
 
 /** `cpctl config`: settings at workspace, project and environment scope. */
 export const config = Command.make("config").pipe(

@@ -19,53 +19,74 @@ const flagColumns: Columns<FeatureFlag> = {
   updated: (flag) => flag.updatedAt
 }
 
-const valueFlag = Flag.String("value").pipe(Flag.withDescription("The flag's value: JSON, or else a string"), Flag.optional)
+const valueFlag = Flag.String("value").pipe(
+  Flag.withDescription("The flag's value: JSON, or else a string"),
+  Flag.optional
+)
 const descriptionFlag = Flag.String("description").pipe(Flag.withDescription("What the flag is for"), Flag.optional)
 
-const list = Command.make("list", scopeFlags, Effect.fn("cpctl.flags.list")(function*(flags) {
-  const { group, params } = yield* scopedApi(flags)
-  const page = yield* group.listFeatureFlags({ params, query: { limit: 100 } })
-  yield* printResult(page.data, ({ featureFlags }) => renderTable(flagColumns, featureFlags))
-})).pipe(Command.withDescription("List the feature flags of one scope"), withClient)
-
-const create = Command.make("create", {
-  ...scopeFlags,
-  key: Argument.String("key").pipe(Argument.withSchema(ConfigKey), Argument.withDescription("Flag key")),
-  enabled: Flag.Boolean("enabled").pipe(Flag.withDescription("Create it switched on")),
-  value: valueFlag,
-  description: descriptionFlag
-}, Effect.fn("cpctl.flags.create")(function*(flags) {
-  const { group, params } = yield* scopedApi(flags)
-  const created = yield* group.createFeatureFlag({
-    params,
-    payload: {
-      key: flags.key,
-      enabled: flags.enabled,
-      ...optionalKey("value", Option.map(flags.value, parseValue)),
-      ...optionalKey("description", flags.description)
-    }
+const list = Command.make(
+  "list",
+  scopeFlags,
+  Effect.fn("cpctl.flags.list")(function*(flags) {
+    const { group, params } = yield* scopedApi(flags)
+    const page = yield* group.listFeatureFlags({ params, query: { limit: 100 } })
+    yield* printResult(page.data, ({ featureFlags }) => renderTable(flagColumns, featureFlags))
   })
-  yield* printResult(created, ({ featureFlag }) => renderTable(flagColumns, [featureFlag]))
-})).pipe(Command.withDescription("Create a feature flag"), withClient)
+).pipe(Command.withDescription("List the feature flags of one scope"), withClient)
 
-const set = Command.make("set", {
-  ...scopeFlags,
-  flag: Argument.String("flag").pipe(Argument.withSchema(FeatureFlagId), Argument.withDescription("The flag's id (flg_…)")),
-  enabled: Flag.Literals("enabled", ["true", "false"]).pipe(Flag.withDescription("Switch it on or off"), Flag.optional),
-  value: valueFlag,
-  description: descriptionFlag
-}, Effect.fn("cpctl.flags.set")(function*(flags) {
-  const { group, params } = yield* scopedApi(flags)
-  const updated = yield* group.updateFeatureFlag({
-    params: { ...params, flagId: flags.flag },
-    payload: {
-      ...optionalKey("enabled", Option.map(flags.enabled, (text) => text === "true")),
-      ...optionalKey("value", Option.map(flags.value, parseValue)),
-      ...optionalKey("description", flags.description)
-    }
+const create = Command.make(
+  "create",
+  {
+    ...scopeFlags,
+    key: Argument.String("key").pipe(Argument.withSchema(ConfigKey), Argument.withDescription("Flag key")),
+    enabled: Flag.Boolean("enabled").pipe(Flag.withDescription("Create it switched on")),
+    value: valueFlag,
+    description: descriptionFlag
+  },
+  Effect.fn("cpctl.flags.create")(function*(flags) {
+    const { group, params } = yield* scopedApi(flags)
+    const created = yield* group.createFeatureFlag({
+      params,
+      payload: {
+        key: flags.key,
+        enabled: flags.enabled,
+        ...optionalKey("value", Option.map(flags.value, parseValue)),
+        ...optionalKey("description", flags.description)
+      }
+    })
+    yield* printResult(created, ({ featureFlag }) => renderTable(flagColumns, [featureFlag]))
   })
-  yield* printResult(updated, ({ featureFlag }) => renderTable(flagColumns, [featureFlag]))
-})).pipe(Command.withDescription("Change a feature flag"), withClient)
+).pipe(Command.withDescription("Create a feature flag"), withClient)
+
+const set = Command.make(
+  "set",
+  {
+    ...scopeFlags,
+    flag: Argument.String("flag").pipe(
+      Argument.withSchema(FeatureFlagId),
+      Argument.withDescription("The flag's id (flg_…)")
+    ),
+    enabled: Flag.Literals("enabled", ["true", "false"]).pipe(
+      Flag.withDescription("Switch it on or off"),
+      Flag.optional
+    ),
+    value: valueFlag,
+    description: descriptionFlag
+  },
+  Effect.fn("cpctl.flags.set")(function*(flags) {
+    const { group, params } = yield* scopedApi(flags)
+    const updated = yield* group.updateFeatureFlag({
+      params: { ...params, flagId: flags.flag },
+      payload: {
+        ...optionalKey("enabled", Option.map(flags.enabled, (text) => text === "true")),
+        ...optionalKey("value", Option.map(flags.value, parseValue)),
+        ...optionalKey("description", flags.description)
+      }
+    })
+    yield* printResult(updated, ({ featureFlag }) => renderTable(flagColumns, [featureFlag]))
+  })
+).pipe(Command.withDescription("Change a feature flag"), withClient)
 
 /** `cpctl flags`: feature flags at workspace, project and environment scope. */
 export const flags = Command.make("flags").pipe(

@@ -44,19 +44,30 @@ const slugFlag = Flag.String("slug").pipe(
   Flag.optional
 )
 
-const list = Command.make("list", { workspace: workspaceFlag, ...pageFlags }, Effect.fn("cpctl.projects.list")(function*(flags) {
-  const { api } = yield* ControlPlaneClient
-  const page = yield* api.projects.list({ params: { orgId: flags.workspace }, query: pageQuery(flags) })
-  yield* printResult(page, ({ cursor, data }) =>
-    withNextPage(renderTable(projectColumns, data.projects), cursor, `cpctl projects list --workspace ${flags.workspace}`))
-})).pipe(Command.withDescription("List a workspace's projects (active and archived)"), withClient)
+const list = Command.make(
+  "list",
+  { workspace: workspaceFlag, ...pageFlags },
+  Effect.fn("cpctl.projects.list")(function*(flags) {
+    const { api } = yield* ControlPlaneClient
+    const page = yield* api.projects.list({ params: { orgId: flags.workspace }, query: pageQuery(flags) })
+    yield* printResult(page, ({ cursor, data }) =>
+      withNextPage(
+        renderTable(projectColumns, data.projects),
+        cursor,
+        `cpctl projects list --workspace ${flags.workspace}`
+      ))
+  })
+).pipe(Command.withDescription("List a workspace's projects (active and archived)"), withClient)
 
 const create = Command.make(
   "create",
   { workspace: workspaceFlag, name: nameArgument, slug: slugFlag },
   Effect.fn("cpctl.projects.create")(function*({ name, slug, workspace }) {
     const { api } = yield* ControlPlaneClient
-    const created = yield* api.projects.create({ params: { orgId: workspace }, payload: { name, ...optionalKey("slug", slug) } })
+    const created = yield* api.projects.create({
+      params: { orgId: workspace },
+      payload: { name, ...optionalKey("slug", slug) }
+    })
     yield* printResult(created, ({ project }) => renderTable(projectColumns, [project]))
   })
 ).pipe(Command.withDescription("Create a project"), withClient)

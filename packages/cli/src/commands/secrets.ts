@@ -41,16 +41,28 @@ type ScopeFlags = {
 type Scope =
   | { readonly kind: "organization"; readonly orgId: string }
   | { readonly kind: "project"; readonly orgId: string; readonly projectId: ProjectId }
-  | { readonly kind: "environment"; readonly orgId: string; readonly projectId: ProjectId; readonly environmentId: EnvironmentId }
+  | {
+    readonly kind: "environment"
+    readonly orgId: string
+    readonly projectId: ProjectId
+    readonly environmentId: EnvironmentId
+  }
 
 const scopeOf = (flags: ScopeFlags): Effect.Effect<Scope, CliFailure> => {
   if (Option.isSome(flags.environment)) {
     if (Option.isNone(flags.project)) {
       return Effect.fail(new CliFailure({ code: "input_required", message: "--environment needs --project" }))
     }
-    return Effect.succeed({ kind: "environment", orgId: flags.workspace, projectId: flags.project.value, environmentId: flags.environment.value })
+    return Effect.succeed({
+      kind: "environment",
+      orgId: flags.workspace,
+      projectId: flags.project.value,
+      environmentId: flags.environment.value
+    })
   }
-  if (Option.isSome(flags.project)) return Effect.succeed({ kind: "project", orgId: flags.workspace, projectId: flags.project.value })
+  if (Option.isSome(flags.project)) {
+    return Effect.succeed({ kind: "project", orgId: flags.workspace, projectId: flags.project.value })
+  }
   return Effect.succeed({ kind: "organization", orgId: flags.workspace })
 }
 
@@ -68,73 +80,118 @@ const readValue = Effect.gen(function*() {
     ? Redacted.value(yield* Prompt.Hidden({ message: "Secret value (input hidden)" }))
     : yield* readStdin
   if (value === "") {
-    return yield* new CliFailure({ code: "input_required", message: "the secret value is empty: pipe it on stdin or type it at the prompt" })
+    return yield* new CliFailure({
+      code: "input_required",
+      message: "the secret value is empty: pipe it on stdin or type it at the prompt"
+    })
   }
   return value
 })
 
-const secretArgument = Argument.String("secret").pipe(Argument.withSchema(SecretId), Argument.withDescription("The secret's id (sec_…)"))
+const secretArgument = Argument.String("secret").pipe(
+  Argument.withSchema(SecretId),
+  Argument.withDescription("The secret's id (sec_…)")
+)
 
-const list = Command.make("list", {
-  ...scopeFlags,
-  all: Flag.Boolean("all").pipe(Flag.withDescription("At workspace scope: list workspace, project and environment secrets together")),
-  limit: Flag.String("limit").pipe(Flag.withSchema(PageQuery.limit.schema), Flag.withDescription("Page size, 1 to 100"), Flag.optional),
-  cursor: Flag.String("cursor").pipe(Flag.withDescription("Continue after a previous page"), Flag.optional)
-}, Effect.fn("cpctl.secrets.list")(function*(flags) {
-  const { api } = yield* ControlPlaneClient
-  const scope = yield* scopeOf(flags)
-  const query = {
-    ...optionalKey("limit", flags.limit),
-    ...optionalKey("cursor", flags.cursor),
-    ...(flags.all ? { scope: "all" } : {})
-  }
-  const page = scope.kind === "organization"
-    ? yield* api.secrets.list({ params: { orgId: scope.orgId }, query })
-    : scope.kind === "project"
-    ? yield* api.projectSecrets.list({ params: { orgId: scope.orgId, projectId: scope.projectId }, query })
-    : yield* api.environmentSecrets.list({ params: scope, query })
-  yield* printResult(page, ({ data, cursor }) =>
-    cursor === null ? renderTable(secretColumns, data.secrets) : `${renderTable(secretColumns, data.secrets)}\nMore: --cursor ${cursor}`)
-})).pipe(Command.withDescription("List secrets (metadata only; values are never shown)"), withClient)
+const list = Command.make(
+  "list",
+  {
+    ...scopeFlags,
+    all: Flag.Boolean("all").pipe(
+      Flag.withDescription("At workspace scope: list workspace, project and environment secrets together")
+    ),
+    limit: Flag.String("limit").pipe(
+      Flag.withSchema(PageQuery.limit.schema),
+      Flag.withDescription("Page size, 1 to 100"),
+      Flag.optional
+    ),
+    cursor: Flag.String("cursor").pipe(Flag.withDescription("Continue after a previous page"), Flag.optional)
+  },
+  Effect.fn("cpctl.secrets.list")(function*(flags) {
+    const { api } = yield* ControlPlaneClient
+    const scope = yield* scopeOf(flags)
+    const query = {
+      ...optionalKey("limit", flags.limit),
+      ...optionalKey("cursor", flags.cursor),
+      ...(flags.all ? { scope: "all" } : {})
+    }
+    const page = scope.kind === "organization"
+      ? yield* api.secrets.list({ params: { orgId: scope.orgId }, query })
+      : scope.kind === "project"
+      ? yield* api.projectSecrets.list({ params: { orgId: scope.orgId, projectId: scope.projectId }, query })
+      : yield* api.environmentSecrets.list({ params: scope, query })
+    yield* printResult(page, ({ data, cursor }) =>
+      cursor === null
+        ? renderTable(secretColumns, data.secrets)
+        : `${renderTable(secretColumns, data.secrets)}\nMore: --cursor ${cursor}`)
+  })
+).pipe(Command.withDescription("List secrets (metadata only; values are never shown)"), withClient)
 
-const set = Command.make("set", {
-  ...scopeFlags,
-  key: Argument.String("key").pipe(Argument.withSchema(SecretKey), Argument.withDescription("Secret key, e.g. DATABASE_URL")),
-  displayName: Flag.String("display-name").pipe(Flag.withDescription("Display name (defaults to the key)"), Flag.optional)
-}, Effect.fn("cpctl.secrets.set")(function*(flags) {
-  const { api } = yield* ControlPlaneClient
-  const scope = yield* scopeOf(flags)
-  const payload = { secretKey: flags.key, value: yield* readValue, displayName: Option.getOrElse(flags.displayName, () => flags.key) }
-  const created = scope.kind === "organization"
-    ? yield* api.secrets.create({ params: { orgId: scope.orgId }, payload })
-    : scope.kind === "project"
-    ? yield* api.projectSecrets.create({ params: { orgId: scope.orgId, projectId: scope.projectId }, payload })
-    : yield* api.environmentSecrets.create({ params: scope, payload })
-  yield* printResult(created, ({ secret }) => renderTable(secretColumns, [secret]))
-})).pipe(Command.withDescription("Create a secret; the value is read from stdin or a hidden prompt"), withClient)
+const set = Command.make(
+  "set",
+  {
+    ...scopeFlags,
+    key: Argument.String("key").pipe(
+      Argument.withSchema(SecretKey),
+      Argument.withDescription("Secret key, e.g. DATABASE_URL")
+    ),
+    displayName: Flag.String("display-name").pipe(
+      Flag.withDescription("Display name (defaults to the key)"),
+      Flag.optional
+    )
+  },
+  Effect.fn("cpctl.secrets.set")(function*(flags) {
+    const { api } = yield* ControlPlaneClient
+    const scope = yield* scopeOf(flags)
+    const payload = {
+      secretKey: flags.key,
+      value: yield* readValue,
+      displayName: Option.getOrElse(flags.displayName, () => flags.key)
+    }
+    const created = scope.kind === "organization"
+      ? yield* api.secrets.create({ params: { orgId: scope.orgId }, payload })
+      : scope.kind === "project"
+      ? yield* api.projectSecrets.create({ params: { orgId: scope.orgId, projectId: scope.projectId }, payload })
+      : yield* api.environmentSecrets.create({ params: scope, payload })
+    yield* printResult(created, ({ secret }) => renderTable(secretColumns, [secret]))
+  })
+).pipe(Command.withDescription("Create a secret; the value is read from stdin or a hidden prompt"), withClient)
 
-const rotate = Command.make("rotate", { ...scopeFlags, secret: secretArgument }, Effect.fn("cpctl.secrets.rotate")(function*(flags) {
-  const { api } = yield* ControlPlaneClient
-  const scope = yield* scopeOf(flags)
-  const payload = { value: yield* readValue }
-  const rotated = scope.kind === "organization"
-    ? yield* api.secrets.rotate({ params: { orgId: scope.orgId, secretId: flags.secret }, payload })
-    : scope.kind === "project"
-    ? yield* api.projectSecrets.rotate({ params: { orgId: scope.orgId, projectId: scope.projectId, secretId: flags.secret }, payload })
-    : yield* api.environmentSecrets.rotate({ params: { ...scope, secretId: flags.secret }, payload })
-  yield* printResult(rotated, ({ secret }) => renderTable(secretColumns, [secret]))
-})).pipe(Command.withDescription("Store a new value; the value is read from stdin or a hidden prompt"), withClient)
+const rotate = Command.make(
+  "rotate",
+  { ...scopeFlags, secret: secretArgument },
+  Effect.fn("cpctl.secrets.rotate")(function*(flags) {
+    const { api } = yield* ControlPlaneClient
+    const scope = yield* scopeOf(flags)
+    const payload = { value: yield* readValue }
+    const rotated = scope.kind === "organization"
+      ? yield* api.secrets.rotate({ params: { orgId: scope.orgId, secretId: flags.secret }, payload })
+      : scope.kind === "project"
+      ? yield* api.projectSecrets.rotate({
+        params: { orgId: scope.orgId, projectId: scope.projectId, secretId: flags.secret },
+        payload
+      })
+      : yield* api.environmentSecrets.rotate({ params: { ...scope, secretId: flags.secret }, payload })
+    yield* printResult(rotated, ({ secret }) => renderTable(secretColumns, [secret]))
+  })
+).pipe(Command.withDescription("Store a new value; the value is read from stdin or a hidden prompt"), withClient)
 
-const remove = Command.make("delete", { ...scopeFlags, secret: secretArgument }, Effect.fn("cpctl.secrets.delete")(function*(flags) {
-  const { api } = yield* ControlPlaneClient
-  const scope = yield* scopeOf(flags)
-  const revoked = scope.kind === "organization"
-    ? yield* api.secrets.revoke({ params: { orgId: scope.orgId, secretId: flags.secret } })
-    : scope.kind === "project"
-    ? yield* api.projectSecrets.revoke({ params: { orgId: scope.orgId, projectId: scope.projectId, secretId: flags.secret } })
-    : yield* api.environmentSecrets.revoke({ params: { ...scope, secretId: flags.secret } })
-  yield* printResult(revoked, ({ secret }) => `Revoked secret ${secret.id} (${secret.secretKey}).`)
-})).pipe(Command.withDescription("Revoke a secret"), withClient)
+const remove = Command.make(
+  "delete",
+  { ...scopeFlags, secret: secretArgument },
+  Effect.fn("cpctl.secrets.delete")(function*(flags) {
+    const { api } = yield* ControlPlaneClient
+    const scope = yield* scopeOf(flags)
+    const revoked = scope.kind === "organization"
+      ? yield* api.secrets.revoke({ params: { orgId: scope.orgId, secretId: flags.secret } })
+      : scope.kind === "project"
+      ? yield* api.projectSecrets.revoke({
+        params: { orgId: scope.orgId, projectId: scope.projectId, secretId: flags.secret }
+      })
+      : yield* api.environmentSecrets.revoke({ params: { ...scope, secretId: flags.secret } })
+    yield* printResult(revoked, ({ secret }) => `Revoked secret ${secret.id} (${secret.secretKey}).`)
+  })
+).pipe(Command.withDescription("Revoke a secret"), withClient)
 
 export const secrets = Command.make("secrets").pipe(
   Command.withDescription("Write-only secrets at workspace, project or environment scope"),

@@ -8,8 +8,8 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { idPosition, keyAfter, windowOf } from "../keyset.ts"
-import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
+import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { type ConfigPageWindow, type ConfigScope, FeatureFlagRow, SettingRow } from "./rows.ts"
 
 export const settingsKeyConstraint = "settings_scope_key"
@@ -65,8 +65,11 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
   static readonly memory = Layer.sync(ConfigRepo, () => {
     const settings = new Map<string, SettingRow>()
     const flags = new Map<string, FeatureFlagRow>()
-    const findIn = <R extends ConfigScope & { readonly id: string }>(map: Map<string, R>, scope: ConfigScope, id: string) =>
-      Option.filter(Option.fromUndefinedOr(map.get(id)), inScope(scope))
+    const findIn = <R extends ConfigScope & { readonly id: string }>(
+      map: Map<string, R>,
+      scope: ConfigScope,
+      id: string
+    ) => Option.filter(Option.fromUndefinedOr(map.get(id)), inScope(scope))
     const replace = <R extends ConfigScope & { readonly id: string }>(map: Map<string, R>, row: R) =>
       atomically((changes) => {
         const current = findIn(map, row, row.id)
@@ -88,7 +91,9 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
         return Array.from(settings.values()).filter((row) => row.orgId === orgId && row.key === key)
       }),
       updateSetting: Effect.fn("ConfigRepo.updateSetting")((row: SettingRow) => replace(settings, row)),
-      insertFlag: Effect.fn("ConfigRepo.insertFlag")((row: FeatureFlagRow) => insertUnique(flags, row.id, row, flagUniques)),
+      insertFlag: Effect.fn("ConfigRepo.insertFlag")((row: FeatureFlagRow) =>
+        insertUnique(flags, row.id, row, flagUniques)
+      ),
       findFlag: Effect.fn("ConfigRepo.findFlag")(function*(scope: ConfigScope, id: FeatureFlagId) {
         return findIn(flags, scope, id)
       }),
@@ -104,7 +109,9 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
     ConfigRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const scopeIs = (scope: { readonly orgId: string; readonly projectId: string | null; readonly environmentId: string | null }) =>
+      const scopeIs = (
+        scope: { readonly orgId: string; readonly projectId: string | null; readonly environmentId: string | null }
+      ) =>
         sql.and([
           sql`org_id = ${scope.orgId}`,
           sql`project_id is not distinct from ${scope.projectId}`,
@@ -185,7 +192,9 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
       })
 
       return ConfigRepo.of({
-        insertSetting: Effect.fn("ConfigRepo.insertSetting")((row: SettingRow) => uniqueViolationOrDie(insertSetting(row))),
+        insertSetting: Effect.fn("ConfigRepo.insertSetting")((row: SettingRow) =>
+          uniqueViolationOrDie(insertSetting(row))
+        ),
         findSetting: Effect.fn("ConfigRepo.findSetting")((scope: ConfigScope, id: SettingId) =>
           Effect.orDie(findSetting({ ...scopeOf(scope), id }))
         ),

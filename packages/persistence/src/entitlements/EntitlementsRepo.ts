@@ -22,7 +22,9 @@ export type EntitlementRow = typeof EntitlementRow.Type
 export const DEFAULT_PLAN_ID = "free"
 
 /** The free plan as migration 0008 seeds it; the memory repository starts from the same rows. */
-export const freePlanSeed: ReadonlyArray<Pick<EntitlementRow, "entitlementKey" | "valueType" | "enabled" | "limitValue">> = [
+export const freePlanSeed: ReadonlyArray<
+  Pick<EntitlementRow, "entitlementKey" | "valueType" | "enabled" | "limitValue">
+> = [
   { entitlementKey: "limit.projects", valueType: "quantity", enabled: true, limitValue: 5 },
   { entitlementKey: "limit.repo_links", valueType: "quantity", enabled: true, limitValue: 5 },
   { entitlementKey: "feature.integrations.scmhost", valueType: "boolean", enabled: true, limitValue: null }
@@ -42,7 +44,11 @@ export class EntitlementsRepo extends Context.Service<EntitlementsRepo, {
     const epoch = new Date(0)
     const plans = new Map<string, Map<string, EntitlementRow>>([[
       DEFAULT_PLAN_ID,
-      new Map(freePlanSeed.map((entry) => [entry.entitlementKey, { ...entry, planId: DEFAULT_PLAN_ID, createdAt: epoch, updatedAt: epoch }]))
+      new Map(
+        freePlanSeed.map((
+          entry
+        ) => [entry.entitlementKey, { ...entry, planId: DEFAULT_PLAN_ID, createdAt: epoch, updatedAt: epoch }])
+      )
     ]])
     return EntitlementsRepo.of({
       forWorkspace: Effect.fn("EntitlementsRepo.forWorkspace")(function*(_orgId: OrgId) {

@@ -57,10 +57,13 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
             : Option.none()).pipe(Effect.map(Option.map((row) => row.failedAttempts)))
       ),
       consume: Effect.fn("ChallengesRepo.consume")((id: ChallengeId, now: Date, maxFailures: number) =>
-        updateRow(challenges, id, (current) =>
-          current.failedAttempts < maxFailures ? consumeUnexpired(now)(current) : Option.none()).pipe(
-            Effect.map(Option.isSome)
-          )
+        updateRow(
+          challenges,
+          id,
+          (current) => current.failedAttempts < maxFailures ? consumeUnexpired(now)(current) : Option.none()
+        ).pipe(
+          Effect.map(Option.isSome)
+        )
       )
     })
   })
@@ -98,7 +101,9 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
             returning id`
       })
       return ChallengesRepo.of({
-        insert: Effect.fn("ChallengesRepo.insert")((challenge: ChallengeRow) => uniqueViolationOrDie(insert(challenge))),
+        insert: Effect.fn("ChallengesRepo.insert")((challenge: ChallengeRow) =>
+          uniqueViolationOrDie(insert(challenge))
+        ),
         findById: Effect.fn("ChallengesRepo.findById")((id: ChallengeId) => Effect.orDie(findById(id))),
         recordFailure: Effect.fn("ChallengesRepo.recordFailure")((id: ChallengeId, maxFailures: number) =>
           recordFailure({ id, maxFailures }).pipe(Effect.map(Option.map((row) => row.failedAttempts)), Effect.orDie)

@@ -5,8 +5,8 @@ import { Context, Effect, Layer, Order, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { atomically } from "../Memory.ts"
-import { JsonObject } from "../platform/JsonObject.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { JsonObject } from "../platform/JsonObject.ts"
 
 /** A row of `security_events`, the identity-level log shown at `/v1/auth/security-events`. */
 export const SecurityEventRow = Schema.Struct({

@@ -4,11 +4,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
-import {
-  OrganizationsRepo,
-  type ResolvedWorkspace,
-  ResolvedWorkspaceJson
-} from "../workspaces/OrganizationsRepo.ts"
+import { OrganizationsRepo, type ResolvedWorkspace, ResolvedWorkspaceJson } from "../workspaces/OrganizationsRepo.ts"
 import { sessionOnWorkspaceSql } from "../workspaces/resolution.ts"
 
 /** A row of `sessions`: what the edge needs to accept or reject a session token. */
@@ -65,14 +61,21 @@ export class SessionsRepo extends Context.Service<SessionsRepo, {
         findWithWorkspace: Effect.fn("SessionsRepo.findWithWorkspace")(function*(id: SessionId, ref: string) {
           const session = sessions.get(id)
           if (session === undefined) return Option.none()
-          const workspace = yield* organizations.resolveForSubject({ ref, subjectType: "user", subjectId: session.userId })
+          const workspace = yield* organizations.resolveForSubject({
+            ref,
+            subjectType: "user",
+            subjectId: session.userId
+          })
           return Option.some({ session, workspace })
         }),
         revoke: Effect.fn("SessionsRepo.revoke")((id: SessionId, now: Date) =>
-          updateRow(sessions, id, (current) =>
-            current.revokedAt === null ? Option.some({ ...current, revokedAt: now }) : Option.none()).pipe(
-              Effect.map(Option.isSome)
-            )
+          updateRow(
+            sessions,
+            id,
+            (current) => current.revokedAt === null ? Option.some({ ...current, revokedAt: now }) : Option.none()
+          ).pipe(
+            Effect.map(Option.isSome)
+          )
         )
       })
     })
@@ -104,15 +107,15 @@ export class SessionsRepo extends Context.Service<SessionsRepo, {
           sql`update sessions set revoked_at = ${now} where id = ${id} and revoked_at is null returning id`
       })
       return SessionsRepo.of({
-        insert: Effect.fn("SessionsRepo.insert")((session: SessionRow) =>
-          uniqueViolationOrDie(insert(session))
-        ),
+        insert: Effect.fn("SessionsRepo.insert")((session: SessionRow) => uniqueViolationOrDie(insert(session))),
         findById: Effect.fn("SessionsRepo.findById")((id: SessionId) => Effect.orDie(findById(id))),
         // The one read of every session-authenticated workspace request: a plain function, since `Effect.fn`'s
         // call-site stack capture and span showed in the request profile; its SQL statement still has its span.
         findWithWorkspace: (id: SessionId, ref: string) =>
           findWithWorkspace({ id, ref }).pipe(
-            Effect.map(Option.map(({ workspace, ...session }) => ({ session, workspace: Option.fromNullOr(workspace) }))),
+            Effect.map(
+              Option.map(({ workspace, ...session }) => ({ session, workspace: Option.fromNullOr(workspace) }))
+            ),
             Effect.orDie
           ),
         revoke: Effect.fn("SessionsRepo.revoke")((id: SessionId, now: Date) =>

@@ -3,7 +3,7 @@ import { AuditEntryId, EnvironmentId, EventId, OrgId, ProjectId } from "@cp/doma
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
-import { uniqueViolationOrDie, UniqueViolation } from "../errors.ts"
+import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { atomically } from "../Memory.ts"
 import { JsonObject } from "./JsonObject.ts"
 

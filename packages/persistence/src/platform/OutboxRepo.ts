@@ -2,7 +2,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
-import { uniqueViolationOrDie, UniqueViolation } from "../errors.ts"
+import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { atomically } from "../Memory.ts"
 import { JsonObject } from "./JsonObject.ts"
 

@@ -122,7 +122,10 @@ const windowOpenedBefore = (bucket: RateLimitBucket, now: Date) => new Date(now.
 
 const rejection = (windowStart: Date, bucket: RateLimitBucket, now: Date): Rejection => ({
   allowed: false,
-  retryAfterSeconds: Math.max(1, Math.ceil((windowStart.getTime() + bucket.windowSeconds * 1000 - now.getTime()) / 1000)),
+  retryAfterSeconds: Math.max(
+    1,
+    Math.ceil((windowStart.getTime() + bucket.windowSeconds * 1000 - now.getTime()) / 1000)
+  ),
   blockedKey: bucket.key
 })
 

@@ -7,8 +7,8 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { idPosition, isSlugOfFamily, keyAfter, slugOfFamily, windowOf } from "../keyset.ts"
-import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
+import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { EnvironmentRow, type ProjectPageWindow, ProjectRow } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of a project slug already taken in the workspace. */
@@ -21,7 +21,10 @@ export class ProjectTables extends Context.Service<ProjectTables, {
   readonly projects: Map<ProjectId, ProjectRow>
   readonly environments: Map<EnvironmentId, EnvironmentRow>
 }>()("@cp/persistence/projects/ProjectTables") {
-  static readonly layer = Layer.sync(ProjectTables, () => ProjectTables.of({ projects: new Map(), environments: new Map() }))
+  static readonly layer = Layer.sync(
+    ProjectTables,
+    () => ProjectTables.of({ projects: new Map(), environments: new Map() })
+  )
 }
 
 const projectUniques: ReadonlyArray<UniqueKey<ProjectRow>> = [
@@ -94,7 +97,9 @@ export class ProjectsRepo extends Context.Service<ProjectsRepo, {
           return Effect.succeed(Option.some(next))
         })
       return ProjectsRepo.of({
-        insert: Effect.fn("ProjectsRepo.insert")((row: ProjectRow) => insertUnique(projects, row.id, row, projectUniques)),
+        insert: Effect.fn("ProjectsRepo.insert")((row: ProjectRow) =>
+          insertUnique(projects, row.id, row, projectUniques)
+        ),
         findById: Effect.fn("ProjectsRepo.findById")(function*(orgId: OrgId, projectId: ProjectId) {
           return projectIn(orgId, projectId)
         }),
@@ -110,10 +115,20 @@ export class ProjectsRepo extends Context.Service<ProjectsRepo, {
         }),
         lockWorkspace: Effect.fn("ProjectsRepo.lockWorkspace")(function*(_orgId: OrgId) {}),
         archive: Effect.fn("ProjectsRepo.archive")((orgId: OrgId, projectId: ProjectId, at: Date) =>
-          transition(orgId, projectId, "active", (row) => ({ ...row, status: "archived", archivedAt: at, updatedAt: at }))
+          transition(
+            orgId,
+            projectId,
+            "active",
+            (row) => ({ ...row, status: "archived", archivedAt: at, updatedAt: at })
+          )
         ),
         restore: Effect.fn("ProjectsRepo.restore")((orgId: OrgId, projectId: ProjectId, at: Date) =>
-          transition(orgId, projectId, "archived", (row) => ({ ...row, status: "active", archivedAt: null, updatedAt: at }))
+          transition(
+            orgId,
+            projectId,
+            "archived",
+            (row) => ({ ...row, status: "active", archivedAt: null, updatedAt: at })
+          )
         )
       })
     })
@@ -217,7 +232,11 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
     environmentId: EnvironmentId
   ) => Effect.Effect<Option.Option<EnvironmentRow>>
   /** Up to `limit` of the project's environments strictly after `after`, newest first. */
-  readonly list: (orgId: OrgId, projectId: ProjectId, window: ProjectPageWindow) => Effect.Effect<ReadonlyArray<EnvironmentRow>>
+  readonly list: (
+    orgId: OrgId,
+    projectId: ProjectId,
+    window: ProjectPageWindow
+  ) => Effect.Effect<ReadonlyArray<EnvironmentRow>>
   /** The project's taken slugs among `base` and `base-<n>`. */
   readonly slugsStartingWith: (projectId: ProjectId, base: string) => Effect.Effect<ReadonlyArray<string>>
   /** Archives the environment if active; the archived row, or None when it is not active (or not there). */
@@ -269,15 +288,21 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
             return environmentIn(orgId, projectId, environmentId)
           }
         ),
-        list: Effect.fn("EnvironmentsRepo.list")(function*(orgId: OrgId, projectId: ProjectId, window: ProjectPageWindow) {
-          const rows = Array.from(environments.values()).filter((row) => row.orgId === orgId && row.projectId === projectId)
-          return windowOf(rows, idPosition, window)
-        }),
-        slugsStartingWith: Effect.fn("EnvironmentsRepo.slugsStartingWith")(function*(projectId: ProjectId, base: string) {
-          return Array.from(environments.values())
-            .filter((row) => row.projectId === projectId && isSlugOfFamily(base)(row.slug))
-            .map((row) => row.slug)
-        }),
+        list: Effect.fn("EnvironmentsRepo.list")(
+          function*(orgId: OrgId, projectId: ProjectId, window: ProjectPageWindow) {
+            const rows = Array.from(environments.values()).filter((row) =>
+              row.orgId === orgId && row.projectId === projectId
+            )
+            return windowOf(rows, idPosition, window)
+          }
+        ),
+        slugsStartingWith: Effect.fn("EnvironmentsRepo.slugsStartingWith")(
+          function*(projectId: ProjectId, base: string) {
+            return Array.from(environments.values())
+              .filter((row) => row.projectId === projectId && isSlugOfFamily(base)(row.slug))
+              .map((row) => row.slug)
+          }
+        ),
         archive: Effect.fn("EnvironmentsRepo.archive")(
           (orgId: OrgId, projectId: ProjectId, environmentId: EnvironmentId, at: Date) =>
             change(orgId, projectId, environmentId, (row) =>

@@ -8,8 +8,8 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { idPosition, keyAfter, windowOf } from "../keyset.ts"
-import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
+import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { type SecretPageWindow, SecretRow, type SecretScopeFilter } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of a second active secret with the same key in one scope. */
@@ -23,7 +23,9 @@ export interface SecretRotationChange {
 }
 
 const activeKey = (row: SecretRow) =>
-  row.status === "active" ? compositeKey(row.orgId, row.projectId, row.environmentId, row.secretKey) : `revoked ${row.id}`
+  row.status === "active"
+    ? compositeKey(row.orgId, row.projectId, row.environmentId, row.secretKey)
+    : `revoked ${row.id}`
 
 const uniques: ReadonlyArray<UniqueKey<SecretRow>> = [
   primaryKey("secrets_pkey"),
@@ -74,7 +76,11 @@ export class SecretsRepo extends Context.Service<SecretsRepo, {
     window: SecretPageWindow
   ) => Effect.Effect<ReadonlyArray<SecretRow>>
   /** Stores a new sealed value on an active secret: version + 1, lastRotatedAt set. None unless active here. */
-  readonly rotate: (orgId: OrgId, secretId: SecretId, change: SecretRotationChange) => Effect.Effect<Option.Option<SecretRow>>
+  readonly rotate: (
+    orgId: OrgId,
+    secretId: SecretId,
+    change: SecretRotationChange
+  ) => Effect.Effect<Option.Option<SecretRow>>
   /** Marks an active secret revoked; the final row, or None unless it was active here. */
   readonly revoke: (orgId: OrgId, secretId: SecretId, at: Date) => Effect.Effect<Option.Option<SecretRow>>
 }>()("@cp/persistence/secrets/SecretsRepo") {
@@ -82,7 +88,10 @@ export class SecretsRepo extends Context.Service<SecretsRepo, {
   static readonly memory = Layer.sync(SecretsRepo, () => {
     const table = new Map<SecretId, SecretRow>()
     const activeIn = (orgId: OrgId, secretId: SecretId) =>
-      Option.filter(Option.fromUndefinedOr(table.get(secretId)), (row) => row.orgId === orgId && row.status === "active")
+      Option.filter(
+        Option.fromUndefinedOr(table.get(secretId)),
+        (row) => row.orgId === orgId && row.status === "active"
+      )
     const change = (orgId: OrgId, secretId: SecretId, next: (row: SecretRow) => SecretRow) =>
       atomically((changes) => {
         const current = activeIn(orgId, secretId)
@@ -175,7 +184,9 @@ export class SecretsRepo extends Context.Service<SecretsRepo, {
       })
       return SecretsRepo.of({
         insert: Effect.fn("SecretsRepo.insert")((row: SecretRow) => uniqueViolationOrDie(insert(row))),
-        find: Effect.fn("SecretsRepo.find")((orgId: OrgId, secretId: SecretId) => Effect.orDie(find({ orgId, secretId }))),
+        find: Effect.fn("SecretsRepo.find")((orgId: OrgId, secretId: SecretId) =>
+          Effect.orDie(find({ orgId, secretId }))
+        ),
         list: Effect.fn("SecretsRepo.list")((orgId: OrgId, filter: SecretScopeFilter, window: SecretPageWindow) =>
           Effect.orDie(list({
             orgId,

@@ -15,7 +15,10 @@ export class TeamTables extends Context.Service<TeamTables, {
   readonly members: Map<string, TeamMemberRow>
   readonly grants: Map<string, TeamGrantRow>
 }>()("@cp/persistence/teams/TeamTables") {
-  static readonly layer = Layer.sync(TeamTables, () => TeamTables.of({ teams: new Map(), members: new Map(), grants: new Map() }))
+  static readonly layer = Layer.sync(
+    TeamTables,
+    () => TeamTables.of({ teams: new Map(), members: new Map(), grants: new Map() })
+  )
 }
 
 export const memberKey = (member: Pick<TeamMemberRow, "teamId" | "subjectType" | "subjectId">): string =>
@@ -30,7 +33,10 @@ export const grantKey = (grant: TeamGrantTuple): string =>
  * member from the workspace ends what its teams gave it, whatever is left in `team_members`.
  */
 export const belongsTo = (
-  tables: { readonly members: ReadonlyMap<string, MemberRow>; readonly roleBindings: ReadonlyMap<string, RoleBindingRow> },
+  tables: {
+    readonly members: ReadonlyMap<string, MemberRow>
+    readonly roleBindings: ReadonlyMap<string, RoleBindingRow>
+  },
   orgId: string,
   subjectType: string,
   subjectId: string
@@ -48,7 +54,10 @@ export const belongsTo = (
  */
 export const teamBindingsOfSubject = (
   tables: Context.Service.Shape<typeof TeamTables>,
-  workspace: { readonly members: ReadonlyMap<string, MemberRow>; readonly roleBindings: ReadonlyMap<string, RoleBindingRow> },
+  workspace: {
+    readonly members: ReadonlyMap<string, MemberRow>
+    readonly roleBindings: ReadonlyMap<string, RoleBindingRow>
+  },
   orgIds: ReadonlyArray<string>,
   subjectType: TeamMemberRow["subjectType"],
   subjectId: string

@@ -8,10 +8,17 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { isSlugOfFamily, keyAfter, oldestFirst, slugOfFamily, windowOf } from "../keyset.ts"
-import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
+import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { ScopeKind, SubjectType } from "../workspaces/rows.ts"
-import { type TeamPagePosition, type TeamPageWindow, TeamGrantRow, type TeamGrantTuple, TeamMemberRow, TeamRow } from "./rows.ts"
+import {
+  TeamGrantRow,
+  type TeamGrantTuple,
+  TeamMemberRow,
+  type TeamPagePosition,
+  type TeamPageWindow,
+  TeamRow
+} from "./rows.ts"
 import { grantKey, memberKey, TeamTables } from "./TeamTables.ts"
 
 /** The constraint behind the `UniqueViolation` of a slug already taken in the workspace. */
@@ -57,7 +64,12 @@ const TeamUpdate = Schema.Struct({
 })
 const MemberPage = Schema.Struct({ teamId: TeamId, limit: Schema.Int, after: AfterSchema })
 const MemberKey = Schema.Struct({ teamId: TeamId, subjectType: SubjectType, subjectId: Schema.String })
-const GrantTuple = Schema.Struct({ teamId: TeamId, role: Role, scopeKind: ScopeKind, scopeRef: Schema.NullOr(Schema.String) })
+const GrantTuple = Schema.Struct({
+  teamId: TeamId,
+  role: Role,
+  scopeKind: ScopeKind,
+  scopeRef: Schema.NullOr(Schema.String)
+})
 const GrantPage = Schema.Struct({
   orgId: OrgId,
   teamId: Schema.UndefinedOr(TeamId),
@@ -80,7 +92,11 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
   /** The workspace's taken slugs among `base` and `base-<n>`, from which the caller picks the next free suffix. */
   readonly slugsStartingWith: (orgId: OrgId, base: string) => Effect.Effect<ReadonlyArray<string>>
   /** Renames the team; None when it is not in this workspace; `UniqueViolation` when the new slug is taken. */
-  readonly update: (orgId: OrgId, teamId: TeamId, change: TeamChange) => Effect.Effect<Option.Option<TeamRow>, UniqueViolation>
+  readonly update: (
+    orgId: OrgId,
+    teamId: TeamId,
+    change: TeamChange
+  ) => Effect.Effect<Option.Option<TeamRow>, UniqueViolation>
   /** Deletes the team with its members and grants; the deleted row, or None when it was not there. */
   readonly delete: (orgId: OrgId, teamId: TeamId) => Effect.Effect<Option.Option<TeamRow>>
   /** `UniqueViolation` on `team_members_pkey` when the subject is already a member of the team. */
@@ -191,7 +207,8 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
         listGrants: Effect.fn("TeamsRepo.listGrants")(
           function*(orgId: OrgId, filter: TeamPageWindow & { readonly teamId?: TeamId | undefined }) {
             const rows = Array.from(grants.values()).filter((grant) =>
-              teams.get(grant.teamId)?.orgId === orgId && (filter.teamId === undefined || grant.teamId === filter.teamId)
+              teams.get(grant.teamId)?.orgId === orgId &&
+              (filter.teamId === undefined || grant.teamId === filter.teamId)
             )
             return windowOf(rows, grantPosition, filter)
           }
@@ -326,9 +343,13 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
           slugFamily({ orgId, base }).pipe(Effect.map((rows) => rows.map((row) => row.slug)), Effect.orDie)
         ),
         update: Effect.fn("TeamsRepo.update")((orgId: OrgId, teamId: TeamId, change: TeamChange) =>
-          uniqueViolationOrDie(update({ orgId, teamId, name: change.name, slug: change.slug, updatedAt: change.updatedAt }))
+          uniqueViolationOrDie(
+            update({ orgId, teamId, name: change.name, slug: change.slug, updatedAt: change.updatedAt })
+          )
         ),
-        delete: Effect.fn("TeamsRepo.delete")((orgId: OrgId, teamId: TeamId) => Effect.orDie(remove({ orgId, teamId }))),
+        delete: Effect.fn("TeamsRepo.delete")((orgId: OrgId, teamId: TeamId) =>
+          Effect.orDie(remove({ orgId, teamId }))
+        ),
         insertMember: Effect.fn("TeamsRepo.insertMember")((member: TeamMemberRow) =>
           uniqueViolationOrDie(insertMember(member))
         ),
@@ -339,7 +360,9 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
           (teamId: TeamId, subjectType: SubjectType, subjectId: string) =>
             Effect.orDie(deleteMember({ teamId, subjectType, subjectId }))
         ),
-        insertGrant: Effect.fn("TeamsRepo.insertGrant")((grant: TeamGrantRow) => uniqueViolationOrDie(insertGrant(grant))),
+        insertGrant: Effect.fn("TeamsRepo.insertGrant")((grant: TeamGrantRow) =>
+          uniqueViolationOrDie(insertGrant(grant))
+        ),
         deleteGrant: Effect.fn("TeamsRepo.deleteGrant")((tuple: TeamGrantTuple) => Effect.orDie(deleteGrant(tuple))),
         grantsOf: Effect.fn("TeamsRepo.grantsOf")((teamId: TeamId) => Effect.orDie(grantsOf(teamId))),
         listGrants: Effect.fn("TeamsRepo.listGrants")(

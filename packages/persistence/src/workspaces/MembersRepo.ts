@@ -3,8 +3,8 @@ import { MemberId, OrgId } from "@cp/domain/ids"
 import { Context, Effect, Layer, Option, Order, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
+import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { newestFirst, WorkspaceTables } from "./MemoryTables.ts"
 import { MemberRow, OrganizationRow, SubjectType } from "./rows.ts"
 
@@ -81,7 +81,9 @@ export class MembersRepo extends Context.Service<MembersRepo, {
       const { members, organizations } = yield* WorkspaceTables
       const where = (predicate: (member: MemberRow) => boolean) => Array.from(members.values()).filter(predicate)
       return MembersRepo.of({
-        insert: Effect.fn("MembersRepo.insert")((member: MemberRow) => insertUnique(members, member.id, member, uniques)),
+        insert: Effect.fn("MembersRepo.insert")((member: MemberRow) =>
+          insertUnique(members, member.id, member, uniques)
+        ),
         find: Effect.fn("MembersRepo.find")(function*(orgId: OrgId, subjectType: SubjectType, subjectId: string) {
           return Option.fromUndefinedOr(
             where((member) =>

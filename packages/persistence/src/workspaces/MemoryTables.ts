@@ -14,8 +14,10 @@ export class WorkspaceTables extends Context.Service<WorkspaceTables, {
   readonly roleBindings: Map<string, RoleBindingRow>
 }>()("@cp/persistence/workspaces/WorkspaceTables") {
   /** Empty tables, shared by every memory repository built in the same layer build. */
-  static readonly layer = Layer.sync(WorkspaceTables, () =>
-    WorkspaceTables.of({ organizations: new Map(), members: new Map(), roleBindings: new Map() }))
+  static readonly layer = Layer.sync(
+    WorkspaceTables,
+    () => WorkspaceTables.of({ organizations: new Map(), members: new Map(), roleBindings: new Map() })
+  )
 }
 
 /** `order by created_at, id`: creation order, ids (byte-compared, like the "C" collation) breaking ties. */

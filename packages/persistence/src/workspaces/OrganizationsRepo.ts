@@ -5,7 +5,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { isSlugOfFamily, slugOfFamily } from "../keyset.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
-import { TeamTables, teamBindingsOfSubject } from "../teams/TeamTables.ts"
+import { teamBindingsOfSubject, TeamTables } from "../teams/TeamTables.ts"
 import { bindingsOfSubject, newestFirst, oldestFirst, WorkspaceTables } from "./MemoryTables.ts"
 import { subjectOnWorkspaceSql } from "./resolution.ts"
 import { OrganizationFromJson, OrganizationRow, RoleBindingFromJson, RoleBindingRow, SubjectType } from "./rows.ts"
@@ -85,7 +85,8 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
       const workspaceTables = yield* WorkspaceTables
       const { organizations, roleBindings } = workspaceTables
       const teamTables = yield* TeamTables
-      const where = (predicate: (org: OrganizationRow) => boolean) => Array.from(organizations.values()).filter(predicate)
+      const where = (predicate: (org: OrganizationRow) => boolean) =>
+        Array.from(organizations.values()).filter(predicate)
       const first = (predicate: (org: OrganizationRow) => boolean) => Option.fromUndefinedOr(where(predicate)[0])
       return OrganizationsRepo.of({
         insert: Effect.fn("OrganizationsRepo.insert")((organization: OrganizationRow) =>

@@ -1,11 +1,11 @@
 /** Role bindings: which role a user or service principal holds on a workspace, a project in it, or its account. */
-import { OrgId } from "@cp/domain/ids"
 import { Role } from "@cp/domain/access"
+import { OrgId } from "@cp/domain/ids"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { atomically } from "../Memory.ts"
+import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { bindingsOfSubject, oldestFirst, WorkspaceTables } from "./MemoryTables.ts"
 import { RoleBindingRow, SubjectType } from "./rows.ts"
 

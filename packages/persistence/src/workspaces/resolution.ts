@@ -21,7 +21,8 @@ const oneLine = (sql: string): string => sql.replace(/\s+/g, " ").trim()
  * the subject belongs to the team's workspace. Each argument is SQL: a placeholder, or a column of the enclosing
  * statement's row (the session's user). Decode it with `ResolvedWorkspaceJson`.
  */
-const resolvedWorkspaceSql = (ref: string, subjectType: string, subjectId: string): string => `(
+const resolvedWorkspaceSql = (ref: string, subjectType: string, subjectId: string): string =>
+  `(
     select jsonb_build_object(
       'organization', jsonb_build_object(
         'id', o.id, 'publicId', o.public_id, 'name', o.name, 'slug', o.slug, 'kind', o.kind,

@@ -73,7 +73,9 @@ describeContract("ApiKeysRepo", repositories, (it) => {
       const sameHash = yield* Effect.flip(repo.insert(keyRow(org, 1, { secretHash: key.secretHash })))
       assert.instanceOf(sameHash, UniqueViolation)
       assert.strictEqual(sameHash.constraint, "api_keys_secret_hash_key")
-      const samePrincipal = yield* Effect.flip(repo.insert(keyRow(org, 1, { servicePrincipalId: key.servicePrincipalId })))
+      const samePrincipal = yield* Effect.flip(
+        repo.insert(keyRow(org, 1, { servicePrincipalId: key.servicePrincipalId }))
+      )
       assert.instanceOf(samePrincipal, UniqueViolation)
     }))
 
@@ -121,7 +123,10 @@ describeContract("ApiKeysRepo", repositories, (it) => {
         yield* repo.list({ orgId: org.id, projectId: project, limit: 10 }),
         newestFirst.filter((key) => key.projectId === project)
       )
-      assert.deepStrictEqual(yield* repo.list({ orgId: org.id, projectId: newId(ProjectId, IdPrefix.project), limit: 10 }), [])
+      assert.deepStrictEqual(
+        yield* repo.list({ orgId: org.id, projectId: newId(ProjectId, IdPrefix.project), limit: 10 }),
+        []
+      )
     }))
 
   it.effect("revoke sets revokedAt once; a second revoke changes nothing", () =>

@@ -32,9 +32,18 @@ const scopesOf = (orgId: OrgId): ReadonlyArray<ConfigScope> => {
 }
 
 const kindOf = (scope: ConfigScope) =>
-  scope.environmentId !== null ? "environment" as const : scope.projectId !== null ? "project" as const : "organization" as const
+  scope.environmentId !== null
+    ? "environment" as const
+    : scope.projectId !== null
+    ? "project" as const
+    : "organization" as const
 
-const settingRow = (scope: ConfigScope, key: string, minutes: number, overrides: Partial<SettingRow> = {}): SettingRow => ({
+const settingRow = (
+  scope: ConfigScope,
+  key: string,
+  minutes: number,
+  overrides: Partial<SettingRow> = {}
+): SettingRow => ({
   id: newId(SettingId, "stg_"),
   ...scope,
   scopeKind: kindOf(scope),
@@ -69,7 +78,13 @@ describeContract("ConfigRepo settings", repositories, (it) => {
       const repo = yield* ConfigRepo
       const org = yield* workspace()
       const [ws, prj, env] = scopesOf(org.id) as [ConfigScope, ConfigScope, ConfigScope]
-      const rows = [settingRow(ws, "a", 1), settingRow(ws, "b", 3), settingRow(ws, "c", 2), settingRow(prj, "a", 4), settingRow(env, "a", 5)]
+      const rows = [
+        settingRow(ws, "a", 1),
+        settingRow(ws, "b", 3),
+        settingRow(ws, "c", 2),
+        settingRow(prj, "a", 4),
+        settingRow(env, "a", 5)
+      ]
       yield* Effect.forEach(rows, repo.insertSetting, { discard: true })
       const first = rows[0]!
       assert.deepStrictEqual(yield* repo.findSetting(ws, first.id), Option.some(first))
@@ -142,7 +157,13 @@ describeContract("ConfigRepo feature flags", repositories, (it) => {
       assert.deepStrictEqual((yield* repo.listFlags(prj, { limit: 10 })).map((row) => row.id), [flags[2]!.id])
       const dup = yield* Effect.flip(repo.insertFlag(flagRow(env, "f", 5)))
       assert.strictEqual(dup.constraint, "feature_flags_scope_key")
-      const next: FeatureFlagRow = { ...flags[3]!, enabled: false, valueJson: "{\"pct\":5}", description: null, updatedAt: at(8) }
+      const next: FeatureFlagRow = {
+        ...flags[3]!,
+        enabled: false,
+        valueJson: "{\"pct\":5}",
+        description: null,
+        updatedAt: at(8)
+      }
       assert.deepStrictEqual(yield* repo.updateFlag(next), Option.some(next))
       assert.isTrue(Option.isNone(yield* repo.updateFlag({ ...next, ...ws })))
     }))

@@ -184,12 +184,19 @@ describeContract(
         const session = sessionRow(user.id)
         yield* repo.insert(session)
         const root = accountRootRow("Acme")
-        const child = { ...accountRootRow("Child", 1), kind: "workspace", accountId: root.publicId, isAccountRoot: false }
+        const child = {
+          ...accountRootRow("Child", 1),
+          kind: "workspace",
+          accountId: root.publicId,
+          isAccountRoot: false
+        }
         yield* Effect.forEach([root, child], (yield* OrganizationsRepo).insert, { discard: true })
         const onRoot = bindingRow(root, user.id, "admin")
         const onChild = bindingRow(child, user.id, "viewer", { createdAt: at(1) })
         const bindings = yield* RoleBindingsRepo
-        yield* Effect.forEach([onRoot, onChild, bindingRow(child, newUserId(), "owner")], bindings.insert, { discard: true })
+        yield* Effect.forEach([onRoot, onChild, bindingRow(child, newUserId(), "owner")], bindings.insert, {
+          discard: true
+        })
         for (const ref of [child.id, child.publicId, child.slug]) {
           assert.deepStrictEqual(
             yield* repo.findWithWorkspace(session.id, ref),
@@ -267,7 +274,10 @@ describeContract(
         const otherEmail = eventRow(someoneElse.email, 3)
         yield* Effect.forEach([before, alreadyOwned, otherEmail], repo.insert)
         yield* repo.attachToEmail(user.email, user.id)
-        assert.deepStrictEqual(yield* repo.listForUser({ userId: user.id, limit: 10 }), [{ ...before, userId: user.id }])
+        assert.deepStrictEqual(yield* repo.listForUser({ userId: user.id, limit: 10 }), [{
+          ...before,
+          userId: user.id
+        }])
         assert.deepStrictEqual(yield* repo.listForUser({ userId: someoneElse.id, limit: 10 }), [alreadyOwned])
       }))
 
@@ -342,7 +352,13 @@ describeContract(
         const other = userRow()
         yield* users.insert(user)
         yield* users.insert(other)
-        const identity = { provider: "acme", subject: unique("sub"), userId: user.id, email: user.email, createdAt: at(0) }
+        const identity = {
+          provider: "acme",
+          subject: unique("sub"),
+          userId: user.id,
+          email: user.email,
+          createdAt: at(0)
+        }
         yield* repo.linkIdentity(identity)
         assert.deepStrictEqual(yield* repo.findIdentity("acme", identity.subject), Option.some(identity))
         assert.isTrue(Option.isNone(yield* repo.findIdentity("other", identity.subject)))

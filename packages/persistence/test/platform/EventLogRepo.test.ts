@@ -12,7 +12,9 @@ import { describeContract } from "../harness.ts"
 
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 const newOrgId = () =>
-  Schema.decodeSync(OrgId)(`org_${Array.from({ length: 26 }, () => CROCKFORD[Math.floor(Math.random() * 32)]).join("")}`)
+  Schema.decodeSync(OrgId)(
+    `org_${Array.from({ length: 26 }, () => CROCKFORD[Math.floor(Math.random() * 32)]).join("")}`
+  )
 const newEventId = () => Schema.decodeSync(EventId)(crypto.randomUUID())
 const newAuditId = () => Schema.decodeSync(AuditEntryId)(crypto.randomUUID())
 
@@ -91,7 +93,13 @@ describeContract("EventLogRepo", EventLogRepo, (it) => {
       const orgId = newOrgId()
       const plain = entry({ orgId, minute: 1 })
       const bare: EventAppend = {
-        event: { ...plain.event, subjectName: null, requestId: null, traceContext: null, data: { x_y: [1, null, { z: false }] } },
+        event: {
+          ...plain.event,
+          subjectName: null,
+          requestId: null,
+          traceContext: null,
+          data: { x_y: [1, null, { z: false }] }
+        },
         audit: { ...plain.audit, subjectName: null, requestId: null, payload: {} }
       }
       yield* log.append(bare)
@@ -129,7 +137,14 @@ describeContract("EventLogRepo", EventLogRepo, (it) => {
       const orgId = newOrgId()
       const a = entry({ orgId, minute: 1, category: "projects", actorId: "usr_A", subjectId: "prj_1" })
       const b = entry({ orgId, minute: 2, category: "access", actorType: "service_principal", actorId: "sp_B" })
-      const c = entry({ orgId, minute: 3, category: "access", type: "member.removed", subjectKind: "member", subjectId: "mem_1" })
+      const c = entry({
+        orgId,
+        minute: 3,
+        category: "access",
+        type: "member.removed",
+        subjectKind: "member",
+        subjectId: "mem_1"
+      })
       const d = entry({ orgId, minute: 4, category: "projects", actorId: "usr_A", subjectId: "prj_2" })
       yield* Effect.forEach([a, b, c, d], log.append, { discard: true })
       const ids = (query: Omit<Parameters<typeof log.listAudit>[0], "orgId" | "limit">) =>
@@ -162,7 +177,9 @@ describeContract("EventLogRepo", EventLogRepo, (it) => {
       assert.deepStrictEqual(eventClash, new UniqueViolation({ constraint: "events_pkey" }))
 
       const sameAudit = entry({ orgId, minute: 3 })
-      const auditClash = yield* Effect.flip(log.append({ ...sameAudit, audit: { ...sameAudit.audit, id: original.audit.id } }))
+      const auditClash = yield* Effect.flip(
+        log.append({ ...sameAudit, audit: { ...sameAudit.audit, id: original.audit.id } })
+      )
       assert.deepStrictEqual(auditClash, new UniqueViolation({ constraint: "audit_entries_pkey" }))
 
       assert.deepStrictEqual(yield* log.listEvents({ orgId }), [original.event])

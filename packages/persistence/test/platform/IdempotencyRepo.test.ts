@@ -7,7 +7,12 @@ const t0 = new Date("2030-01-01T00:00:00.000Z")
 const at = (ms: number) => new Date(t0.getTime() + ms)
 const staleAfter = "60 seconds"
 
-const newSlot = (): IdempotencySlot => ({ principal: unique("usr"), method: "POST", path: "/v1/things", key: unique("k") })
+const newSlot = (): IdempotencySlot => ({
+  principal: unique("usr"),
+  method: "POST",
+  path: "/v1/things",
+  key: unique("k")
+})
 
 describeContract("IdempotencyRepo", IdempotencyRepo, (it) => {
   it.effect("claims a free slot once, then reports it in flight", () =>
@@ -39,7 +44,9 @@ describeContract("IdempotencyRepo", IdempotencyRepo, (it) => {
       const repo = yield* IdempotencyRepo
       const slot = newSlot()
       yield* repo.begin({ ...slot, bodyHash: "h", now: t0, staleAfter })
-      for (const other of [{ principal: unique("usr") }, { method: "PUT" }, { path: "/v1/other" }, { key: unique("k") }]) {
+      for (
+        const other of [{ principal: unique("usr") }, { method: "PUT" }, { path: "/v1/other" }, { key: unique("k") }]
+      ) {
         const outcome = yield* repo.begin({ ...slot, ...other, bodyHash: "h", now: t0, staleAfter })
         assert.strictEqual(outcome._tag, "Started")
       }
@@ -68,7 +75,10 @@ describeContract("IdempotencyRepo", IdempotencyRepo, (it) => {
       const repo = yield* IdempotencyRepo
       const slot = newSlot()
       const outcomes = yield* Effect.all(
-        [repo.begin({ ...slot, bodyHash: "a", now: t0, staleAfter }), repo.begin({ ...slot, bodyHash: "b", now: t0, staleAfter })],
+        [
+          repo.begin({ ...slot, bodyHash: "a", now: t0, staleAfter }),
+          repo.begin({ ...slot, bodyHash: "b", now: t0, staleAfter })
+        ],
         { concurrency: "unbounded" }
       )
       const tags = outcomes.map((outcome) => outcome._tag).sort()

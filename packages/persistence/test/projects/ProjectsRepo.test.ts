@@ -30,7 +30,11 @@ const projectRow = (org: OrganizationRow, minutes: number, overrides: Partial<Pr
   ...overrides
 })
 
-const environmentRow = (project: ProjectRow, created: Date, overrides: Partial<EnvironmentRow> = {}): EnvironmentRow => ({
+const environmentRow = (
+  project: ProjectRow,
+  created: Date,
+  overrides: Partial<EnvironmentRow> = {}
+): EnvironmentRow => ({
   id: newId(EnvironmentId, IdPrefix.environment),
   orgId: project.orgId,
   projectId: project.id,
@@ -45,7 +49,12 @@ const environmentRow = (project: ProjectRow, created: Date, overrides: Partial<E
 })
 
 const implementations = {
-  memory: Layer.mergeAll(ProjectsRepo.memory, EnvironmentsRepo.memory, OrganizationsRepo.memory, EntitlementsRepo.memory),
+  memory: Layer.mergeAll(
+    ProjectsRepo.memory,
+    EnvironmentsRepo.memory,
+    OrganizationsRepo.memory,
+    EntitlementsRepo.memory
+  ),
   sql: Layer.mergeAll(ProjectsRepo.sql, EnvironmentsRepo.sql, OrganizationsRepo.sql, EntitlementsRepo.sql)
 }
 
@@ -87,7 +96,9 @@ describeContract("ProjectsRepo", implementations, (it) => {
       yield* projects.insert(a).pipe(Effect.orDie)
       yield* projects.insert(projectRow(org, 2)).pipe(Effect.orDie)
       assert.strictEqual(yield* projects.countActive(org.id), 2)
-      const archived = yield* tx.withTransaction(Effect.andThen(projects.lockWorkspace(org.id), projects.archive(org.id, a.id, at(5))))
+      const archived = yield* tx.withTransaction(
+        Effect.andThen(projects.lockWorkspace(org.id), projects.archive(org.id, a.id, at(5)))
+      )
       assert.deepInclude(Option.getOrThrow(archived), { status: "archived", archivedAt: at(5) })
       assert.isTrue(Option.isNone(yield* projects.archive(org.id, a.id, at(6))))
       assert.strictEqual(yield* projects.countActive(org.id), 1)
@@ -148,7 +159,10 @@ describeContract("ProjectsRepo", implementations, (it) => {
       assert.deepStrictEqual(second.map((row) => row.id), [usedLongAgo.id])
       assert.deepStrictEqual(third, [])
       assert.deepInclude(first[0]!, { status: "archived", archivedAt: now })
-      assert.strictEqual(Option.getOrThrow(yield* environments.findEnvironment(org.id, p.id, usedRecently.id)).status, "active")
+      assert.strictEqual(
+        Option.getOrThrow(yield* environments.findEnvironment(org.id, p.id, usedRecently.id)).status,
+        "active"
+      )
     }))
 })
 
@@ -158,8 +172,18 @@ describeContract("EntitlementsRepo", implementations, (it) => {
       const org = yield* setup
       const rows = yield* (yield* EntitlementsRepo).forWorkspace(org.id)
       const byKey = Object.fromEntries(rows.map((row) => [row.entitlementKey, row]))
-      assert.deepInclude(byKey["limit.projects"], { planId: "free", valueType: "quantity", enabled: true, limitValue: 5 })
+      assert.deepInclude(byKey["limit.projects"], {
+        planId: "free",
+        valueType: "quantity",
+        enabled: true,
+        limitValue: 5
+      })
       assert.deepInclude(byKey["limit.repo_links"], { planId: "free", enabled: true, limitValue: 5 })
-      assert.deepInclude(byKey["feature.integrations.scmhost"], { planId: "free", valueType: "boolean", enabled: true, limitValue: null })
+      assert.deepInclude(byKey["feature.integrations.scmhost"], {
+        planId: "free",
+        valueType: "boolean",
+        enabled: true,
+        limitValue: null
+      })
     }))
 })

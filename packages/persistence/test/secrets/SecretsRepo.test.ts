@@ -6,7 +6,7 @@ import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
 import type { SecretRow } from "../../src/secrets/rows.ts"
-import { SecretsRepo, secretsActiveKeyConstraint } from "../../src/secrets/SecretsRepo.ts"
+import { secretsActiveKeyConstraint, SecretsRepo } from "../../src/secrets/SecretsRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import type { OrganizationRow } from "../../src/workspaces/rows.ts"
@@ -77,7 +77,12 @@ describeContract("SecretsRepo", repositories, (it) => {
       // The same key at project and environment scope is another secret.
       yield* repo.insert(secretRow(org, 3, { secretKey: "DATABASE_URL", scopeKind: "project", projectId: project }))
       yield* repo.insert(
-        secretRow(org, 4, { secretKey: "DATABASE_URL", scopeKind: "environment", projectId: project, environmentId: environment })
+        secretRow(org, 4, {
+          secretKey: "DATABASE_URL",
+          scopeKind: "environment",
+          projectId: project,
+          environmentId: environment
+        })
       )
       // Once revoked, the key is free again.
       assert.isTrue(Option.isSome(yield* repo.revoke(org.id, first.id, at(5))))
@@ -101,16 +106,23 @@ describeContract("SecretsRepo", repositories, (it) => {
         [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1))
 
       assert.deepStrictEqual(yield* repo.list(org.id, { kind: "organization" }, { limit: 10 }), newest(orgRows))
-      assert.deepStrictEqual(yield* repo.list(org.id, { kind: "project", projectId: project }, { limit: 10 }), [projectRow])
+      assert.deepStrictEqual(yield* repo.list(org.id, { kind: "project", projectId: project }, { limit: 10 }), [
+        projectRow
+      ])
       assert.deepStrictEqual(
-        yield* repo.list(org.id, { kind: "environment", projectId: project, environmentId: environment }, { limit: 10 }),
+        yield* repo.list(org.id, { kind: "environment", projectId: project, environmentId: environment }, {
+          limit: 10
+        }),
         [envRow]
       )
       const all = newest([...orgRows, projectRow, otherProjectRow, envRow])
       assert.deepStrictEqual(yield* repo.list(org.id, { kind: "all" }, { limit: 10 }), all)
       const page1 = yield* repo.list(org.id, { kind: "all" }, { limit: 3 })
       const last = page1[2]!
-      const page2 = yield* repo.list(org.id, { kind: "all" }, { limit: 10, after: { at: last.createdAt, key: last.id } })
+      const page2 = yield* repo.list(org.id, { kind: "all" }, {
+        limit: 10,
+        after: { at: last.createdAt, key: last.id }
+      })
       assert.deepStrictEqual([...page1, ...page2], all)
       assert.deepStrictEqual(yield* repo.list((yield* workspace).id, { kind: "all" }, { limit: 10 }), [])
     }))
@@ -122,8 +134,17 @@ describeContract("SecretsRepo", repositories, (it) => {
       const row = secretRow(org, 1)
       yield* repo.insert(row)
       assert.isTrue(Option.isNone(yield* repo.rotate(other.id, row.id, { sealedValue: "x", kekId: "k", at: at(2) })))
-      const rotated = Option.getOrThrow(yield* repo.rotate(org.id, row.id, { sealedValue: "v1.new", kekId: "k2", at: at(2) }))
-      assert.deepStrictEqual(rotated, { ...row, sealedValue: "v1.new", kekId: "k2", version: 2, lastRotatedAt: at(2), updatedAt: at(2) })
+      const rotated = Option.getOrThrow(
+        yield* repo.rotate(org.id, row.id, { sealedValue: "v1.new", kekId: "k2", at: at(2) })
+      )
+      assert.deepStrictEqual(rotated, {
+        ...row,
+        sealedValue: "v1.new",
+        kekId: "k2",
+        version: 2,
+        lastRotatedAt: at(2),
+        updatedAt: at(2)
+      })
       assert.isTrue(Option.isNone(yield* repo.revoke(other.id, row.id, at(3))))
       const revoked = Option.getOrThrow(yield* repo.revoke(org.id, row.id, at(3)))
       assert.deepStrictEqual(revoked, { ...rotated, status: "revoked", revokedAt: at(3), updatedAt: at(3) })

@@ -59,8 +59,7 @@ const bindingRow = (org: OrganizationRow, subjectId: string, role: Role, minutes
 
 /** An active membership of the workspace: what team grants need before they count. */
 const joinWorkspace = (org: OrganizationRow, subjectId: string) =>
-  Effect.flatMap(MembersRepo, (members) =>
-    members.insert(memberRow(org, subjectId, 0)))
+  Effect.flatMap(MembersRepo, (members) => members.insert(memberRow(org, subjectId, 0)))
 
 /** The teams tables join the workspaces tables (the edge's lookup reads both), so the suites run them together. */
 const repositories = {
@@ -195,7 +194,11 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
       const team = teamRow(org, 0)
       yield* repo.insert(team)
       const sp = newId(ServicePrincipalId, "sp_")
-      const members = [memberOf(team, newUserId(), 1), memberOf(team, newUserId(), 3), memberOf(team, sp, 2, "service_principal")]
+      const members = [
+        memberOf(team, newUserId(), 1),
+        memberOf(team, newUserId(), 3),
+        memberOf(team, sp, 2, "service_principal")
+      ]
       yield* Effect.forEach(members, repo.insertMember, { discard: true })
       const error = yield* Effect.flip(repo.insertMember(memberOf(team, members[0]!.subjectId, 4)))
       assert.instanceOf(error, UniqueViolation)
@@ -228,7 +231,12 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
         grantOf(team, "project_admin", 3, { scopeKind: "project", scopeRef: projectB })
       ]
       yield* Effect.forEach(grants, repo.insertGrant, { discard: true })
-      for (const duplicate of [grantOf(team, "builder", 4), grantOf(team, "project_admin", 4, { scopeKind: "project", scopeRef: projectA })]) {
+      for (
+        const duplicate of [
+          grantOf(team, "builder", 4),
+          grantOf(team, "project_admin", 4, { scopeKind: "project", scopeRef: projectA })
+        ]
+      ) {
         const error = yield* Effect.flip(repo.insertGrant(duplicate))
         assert.instanceOf(error, UniqueViolation)
         assert.strictEqual(error.constraint, "team_role_grants_grant_key")
@@ -236,11 +244,18 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
       const oldestFirst = [...grants].sort(byNewest((grant: TeamGrantRow) => grant.id)).reverse()
       assert.deepStrictEqual(yield* repo.grantsOf(team.id), oldestFirst)
 
-      const tuple = { teamId: team.id, role: "project_admin" as const, scopeKind: "project" as const, scopeRef: projectA }
+      const tuple = {
+        teamId: team.id,
+        role: "project_admin" as const,
+        scopeKind: "project" as const,
+        scopeRef: projectA
+      }
       assert.deepStrictEqual(yield* repo.deleteGrant(tuple), Option.some(grants[2]!))
       assert.isTrue(Option.isNone(yield* repo.deleteGrant(tuple)))
       assert.isTrue(
-        Option.isNone(yield* repo.deleteGrant({ teamId: team.id, role: "builder", scopeKind: "project", scopeRef: projectB }))
+        Option.isNone(
+          yield* repo.deleteGrant({ teamId: team.id, role: "builder", scopeKind: "project", scopeRef: projectB })
+        )
       )
       assert.deepStrictEqual(
         yield* repo.deleteGrant({ teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null }),
@@ -255,13 +270,21 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
       const [org, other] = [yield* workspace(), yield* workspace()]
       const [a, b, foreign] = [teamRow(org, 0), teamRow(org, 0), teamRow(other, 0)]
       yield* Effect.forEach([a, b, foreign], repo.insert, { discard: true })
-      const grants = [grantOf(a, "viewer", 1), grantOf(b, "builder", 2), grantOf(a, "admin", 3), grantOf(b, "viewer", 3)]
+      const grants = [
+        grantOf(a, "viewer", 1),
+        grantOf(b, "builder", 2),
+        grantOf(a, "admin", 3),
+        grantOf(b, "viewer", 3)
+      ]
       yield* Effect.forEach([...grants, grantOf(foreign, "owner", 4)], repo.insertGrant, { discard: true })
       const expected = [...grants].sort(byNewest((grant) => grant.id))
       assert.deepStrictEqual(yield* repo.listGrants(org.id, { limit: 10 }), expected)
       const [p1, p2] = [yield* repo.listGrants(org.id, { limit: 3 }), expected[2]!]
       assert.deepStrictEqual(p1, expected.slice(0, 3))
-      assert.deepStrictEqual(yield* repo.listGrants(org.id, { limit: 3, after: { at: p2.createdAt, key: p2.id } }), expected.slice(3))
+      assert.deepStrictEqual(
+        yield* repo.listGrants(org.id, { limit: 3, after: { at: p2.createdAt, key: p2.id } }),
+        expected.slice(3)
+      )
       assert.deepStrictEqual(
         yield* repo.listGrants(org.id, { limit: 10, teamId: a.id }),
         expected.filter((grant) => grant.teamId === a.id)
@@ -284,7 +307,12 @@ describeContract("OrganizationsRepo.resolveForSubject with teams", repositories,
       const direct = bindingRow(child, user, "viewer", 2)
       yield* (yield* RoleBindingsRepo).insert(direct)
 
-      const [onChild, onRoot, elsewhere, notMine] = [teamRow(child, 0), teamRow(root, 0), teamRow(unrelated, 0), teamRow(child, 0)]
+      const [onChild, onRoot, elsewhere, notMine] = [
+        teamRow(child, 0),
+        teamRow(root, 0),
+        teamRow(unrelated, 0),
+        teamRow(child, 0)
+      ]
       yield* Effect.forEach([onChild, onRoot, elsewhere, notMine], repo.insert, { discard: true })
       for (const team of [onChild, onRoot, elsewhere]) yield* repo.insertMember(memberOf(team, user, 0))
       yield* repo.insertMember(memberOf(notMine, newUserId(), 0))
@@ -351,7 +379,11 @@ describeContract("OrganizationsRepo.resolveForSubject with teams", repositories,
           Effect.map((resolved) => Option.getOrThrow(resolved).bindings.map((b) => `${b.role}:${b.teamId ?? "direct"}`))
         )
       assert.deepStrictEqual(yield* rolesOf("user", user), [`admin:${team.id}`])
-      assert.deepStrictEqual(yield* rolesOf("user", stranger), [], "not a member of the workspace: the team gives nothing")
+      assert.deepStrictEqual(
+        yield* rolesOf("user", stranger),
+        [],
+        "not a member of the workspace: the team gives nothing"
+      )
       assert.deepStrictEqual(yield* rolesOf("service_principal", sp), ["viewer:direct", `admin:${team.id}`])
 
       yield* repo.delete(org.id, team.id)

@@ -3,10 +3,10 @@ import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
+import { Transactor } from "../../src/Transactor.ts"
 import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
-import { Transactor } from "../../src/Transactor.ts"
 import type { OrganizationRow, RoleBindingRow, ScopeKind } from "../../src/workspaces/rows.ts"
 import { accountRootRow, at, bindingRow, memberRow, newId, newUserId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
@@ -59,7 +59,10 @@ describeContract("OrganizationsRepo", repositories, (it) => {
       const [first, second] = [rootRow(0), rootRow(1)]
       yield* insertOrgs([first, second, rootRow(2)])
       const found = yield* repo.findByIds([second.id, first.id, newId(OrgId, IdPrefix.org), first.id])
-      assert.deepStrictEqual([...found].sort((a, b) => (a.id < b.id ? -1 : 1)), [first, second].sort((a, b) => (a.id < b.id ? -1 : 1)))
+      assert.deepStrictEqual(
+        [...found].sort((a, b) => (a.id < b.id ? -1 : 1)),
+        [first, second].sort((a, b) => (a.id < b.id ? -1 : 1))
+      )
       assert.deepStrictEqual(yield* repo.findByIds([]), [])
     }))
 
@@ -147,7 +150,10 @@ describeContract("OrganizationsRepo", repositories, (it) => {
       ])
       for (const ref of [child.id, child.publicId, child.slug]) {
         const resolved = yield* repo.resolveForSubject({ ref, subjectType: "user", subjectId: user })
-        assert.deepStrictEqual(resolved, Option.some({ organization: child, bindings: [onRoot, projectOnRoot, onChild] }))
+        assert.deepStrictEqual(
+          resolved,
+          Option.some({ organization: child, bindings: [onRoot, projectOnRoot, onChild] })
+        )
       }
       assert.deepStrictEqual(
         yield* repo.resolveForSubject({ ref: root.slug, subjectType: "user", subjectId: user }),
@@ -204,7 +210,11 @@ describeContract("MembersRepo", repositories, (it) => {
       const repo = yield* MembersRepo
       const root = rootRow(0)
       yield* insertOrgs([root])
-      const members = [memberRow(root, newUserId(), 1), memberRow(root, newUserId(), 3), memberRow(root, newUserId(), 2)]
+      const members = [
+        memberRow(root, newUserId(), 1),
+        memberRow(root, newUserId(), 3),
+        memberRow(root, newUserId(), 2)
+      ]
       yield* Effect.forEach(members, repo.insert)
       const byJoinedDesc = [...members].sort((a, b) => b.joinedAt.getTime() - a.joinedAt.getTime())
       assert.deepStrictEqual(yield* repo.listByOrg(root.id), byJoinedDesc)
@@ -218,7 +228,12 @@ describeContract("MembersRepo", repositories, (it) => {
       const child = childRow(older, 4)
       yield* insertOrgs([older, newer, notMine, child])
       yield* Effect.forEach(
-        [memberRow(newer, user, 5), memberRow(older, user, 6), memberRow(child, user, 7), memberRow(notMine, newUserId(), 8)],
+        [
+          memberRow(newer, user, 5),
+          memberRow(older, user, 6),
+          memberRow(child, user, 7),
+          memberRow(notMine, newUserId(), 8)
+        ],
         repo.insert
       )
       assert.deepStrictEqual(yield* repo.listOrgsForSubject("user", user), [child, newer, older])
@@ -240,7 +255,9 @@ describeContract("RoleBindingsRepo", repositories, (it) => {
         bindingRow(root, user, "project_admin", project(projectA)),
         bindingRow(root, user, "project_admin", project(projectB))
       ])
-      for (const duplicate of [bindingRow(root, user, "admin"), bindingRow(root, user, "project_admin", project(projectA))]) {
+      for (
+        const duplicate of [bindingRow(root, user, "admin"), bindingRow(root, user, "project_admin", project(projectA))]
+      ) {
         const error = yield* Effect.flip(repo.insert(duplicate))
         assert.instanceOf(error, UniqueViolation)
         assert.strictEqual(error.constraint, "role_bindings_grant_key")

@@ -6,9 +6,9 @@ import {
   type Actor,
   type ApiKey,
   ApiKeyId,
+  Conflict,
   type CreateApiKey,
   type CreatedApiKey,
-  Conflict,
   Forbidden,
   IdPrefix,
   isProjectRole,
@@ -112,10 +112,13 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
       const cursors = yield* Cursors
 
       const userOf = (actor: UserActor) =>
-        Effect.flatMap(users.findById(actor.userId), Option.match({
-          onNone: () => Effect.die(new Error(`session ${actor.sessionId} names a missing user`)),
-          onSome: Effect.succeed
-        }))
+        Effect.flatMap(
+          users.findById(actor.userId),
+          Option.match({
+            onNone: () => Effect.die(new Error(`session ${actor.sessionId} names a missing user`)),
+            onSome: Effect.succeed
+          })
+        )
 
       /** The workspace event (and its audit entry) and the user's security event; no key material in either. */
       const recordKeyEvent = Effect.fnUntraced(function*(

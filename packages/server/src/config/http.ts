@@ -15,7 +15,7 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { currentWorkspace } from "../platform/requestScope.ts"
 import type { PageRequest } from "../workspaces/service.ts"
-import { type ConfigTarget, ConfigService } from "./service.ts"
+import { ConfigService, type ConfigTarget } from "./service.ts"
 
 interface ScopeParams {
   readonly orgId: string
@@ -42,10 +42,15 @@ const configurationHandlers = (config: ConfigService["Service"]) => ({
   resolveSetting: ({ params, query }: { readonly params: ScopeParams; readonly query: { readonly key: string } }) =>
     Effect.flatMap(targetOf(params), (t) => config.resolveSetting(t, query.key)),
   updateSetting: (
-    { params, payload }: { readonly params: ScopeParams & { readonly settingId: SettingId }; readonly payload: SettingPatch }
+    { params, payload }: {
+      readonly params: ScopeParams & { readonly settingId: SettingId }
+      readonly payload: SettingPatch
+    }
   ) =>
-    Effect.flatMap(withActor(params), ({ actor, target }) =>
-      config.updateSetting(actor, target, params.settingId, payload)),
+    Effect.flatMap(
+      withActor(params),
+      ({ actor, target }) => config.updateSetting(actor, target, params.settingId, payload)
+    ),
   listFeatureFlags: ({ params, query }: { readonly params: ScopeParams; readonly query: PageRequest }) =>
     Effect.flatMap(targetOf(params), (t) => config.listFeatureFlags(t, query)),
   createFeatureFlag: ({ params, payload }: { readonly params: ScopeParams; readonly payload: FeatureFlagInput }) =>
@@ -56,21 +61,35 @@ const configurationHandlers = (config: ConfigService["Service"]) => ({
       readonly payload: FeatureFlagPatch
     }
   ) =>
-    Effect.flatMap(withActor(params), ({ actor, target }) =>
-      config.updateFeatureFlag(actor, target, params.flagId, payload))
+    Effect.flatMap(
+      withActor(params),
+      ({ actor, target }) => config.updateFeatureFlag(actor, target, params.flagId, payload)
+    )
 })
 
-export const ConfigurationHttp = HttpApiBuilder.group(ControlPlaneApi, "configuration", (handlers) =>
-  Effect.gen(function*() {
-    return handlers.handleAll(configurationHandlers(yield* ConfigService))
-  }))
+export const ConfigurationHttp = HttpApiBuilder.group(
+  ControlPlaneApi,
+  "configuration",
+  (handlers) =>
+    Effect.gen(function*() {
+      return handlers.handleAll(configurationHandlers(yield* ConfigService))
+    })
+)
 
-export const ProjectConfigurationHttp = HttpApiBuilder.group(ControlPlaneApi, "projectConfiguration", (handlers) =>
-  Effect.gen(function*() {
-    return handlers.handleAll(configurationHandlers(yield* ConfigService))
-  }))
+export const ProjectConfigurationHttp = HttpApiBuilder.group(
+  ControlPlaneApi,
+  "projectConfiguration",
+  (handlers) =>
+    Effect.gen(function*() {
+      return handlers.handleAll(configurationHandlers(yield* ConfigService))
+    })
+)
 
-export const EnvironmentConfigurationHttp = HttpApiBuilder.group(ControlPlaneApi, "environmentConfiguration", (handlers) =>
-  Effect.gen(function*() {
-    return handlers.handleAll(configurationHandlers(yield* ConfigService))
-  }))
+export const EnvironmentConfigurationHttp = HttpApiBuilder.group(
+  ControlPlaneApi,
+  "environmentConfiguration",
+  (handlers) =>
+    Effect.gen(function*() {
+      return handlers.handleAll(configurationHandlers(yield* ConfigService))
+    })
+)

@@ -26,8 +26,8 @@ import {
   type SettingInput,
   type SettingPatch,
   type SettingValueType,
-  validationFailed,
   type ValidationFailed,
+  validationFailed,
   wireError
 } from "@cp/domain"
 import {
@@ -63,7 +63,9 @@ export interface ConfigTarget {
  * Built-in defaults, the last step of resolution (documented in docs/decisions.md). Each is public and overridable;
  * its resolved form has `id: null`, `scopeKind` / `inheritedFrom.scopeKind` `default` and epoch timestamps.
  */
-export const BUILTIN_SETTING_DEFAULTS: Readonly<Record<string, { readonly value: Schema.Json; readonly description: string }>> = {
+export const BUILTIN_SETTING_DEFAULTS: Readonly<
+  Record<string, { readonly value: Schema.Json; readonly description: string }>
+> = {
   "session.timeoutMinutes": { value: 720, description: "Idle minutes before a session must sign in again" },
   "audit.retentionDays": { value: 365, description: "Days audit entries are kept" },
   "deploy.requireApproval": { value: false, description: "Whether a deploy waits for an approval" },
@@ -238,7 +240,9 @@ export class ConfigService extends Context.Service<ConfigService, {
         endpoint: string,
         target: ConfigTarget,
         page: PageRequest,
-        fetch: (window: { readonly limit: number; readonly after?: ConfigPagePosition }) => Effect.Effect<ReadonlyArray<Row>>
+        fetch: (
+          window: { readonly limit: number; readonly after?: ConfigPagePosition }
+        ) => Effect.Effect<ReadonlyArray<Row>>
       ) {
         const binding = {
           endpoint,
@@ -254,7 +258,10 @@ export class ConfigService extends Context.Service<ConfigService, {
         page: PageRequest,
         fetch: (scope: ConfigScope, window: ConfigPageWindow) => Effect.Effect<ReadonlyArray<Row>>
       ) =>
-        Effect.andThen(checkScope(target), keysetPage(endpoint, target, page, (window) => fetch(configScopeOf(target), window)))
+        Effect.andThen(
+          checkScope(target),
+          keysetPage(endpoint, target, page, (window) => fetch(configScopeOf(target), window))
+        )
 
       /** `overridable` is accepted only on the workspace scope of an account root. */
       const overridableError = (target: ConfigTarget, overridable: boolean | undefined) =>
@@ -380,7 +387,13 @@ export class ConfigService extends Context.Service<ConfigService, {
               description: patch.description !== undefined ? patch.description : current.value.description,
               updatedAt: yield* now
             }
-            return yield* storeUpdate(SETTING_CHANGE, actor, patch, config.updateSetting(next), () => settingNotFound(settingId))
+            return yield* storeUpdate(
+              SETTING_CHANGE,
+              actor,
+              patch,
+              config.updateSetting(next),
+              () => settingNotFound(settingId)
+            )
           }))
           return { setting: toSetting(updated, true) }
         }),
@@ -412,7 +425,9 @@ export class ConfigService extends Context.Service<ConfigService, {
             if (row !== undefined) return { setting: resolvedFrom(row, from, reveal(row)) }
           }
           const builtin = BUILTIN_SETTING_DEFAULTS[key]
-          if (builtin === undefined) return yield* wireError(NotFound, `No setting '${key}' resolves at this scope`, { key })
+          if (builtin === undefined) {
+            return yield* wireError(NotFound, `No setting '${key}' resolves at this scope`, { key })
+          }
           const epoch = new Date(0)
           return {
             setting: {

@@ -6,8 +6,11 @@ import { OAuthService } from "./oauth.ts"
 import { IdentityService } from "./service.ts"
 
 /** The session-only routes' caller; the Authorization middleware has already refused API keys. */
-const currentUser = Effect.flatMap(CurrentActor, (actor) =>
-  actor.kind === "user" ? Effect.succeed(actor) : Effect.fail(wireError(Forbidden, "This route needs a user session")))
+const currentUser = Effect.flatMap(
+  CurrentActor,
+  (actor) =>
+    actor.kind === "user" ? Effect.succeed(actor) : Effect.fail(wireError(Forbidden, "This route needs a user session"))
+)
 
 export const IdentityHttp = HttpApiBuilder.group(ControlPlaneApi, "identity", (handlers) =>
   Effect.gen(function*() {
@@ -28,7 +31,9 @@ export const SessionHttp = HttpApiBuilder.group(ControlPlaneApi, "session", (han
       .handle("session", () => Effect.flatMap(currentUser, identity.session))
       .handle("logout", () => Effect.flatMap(currentUser, identity.logout))
       .handle("getProfile", () => Effect.flatMap(currentUser, identity.profile))
-      .handle("updateProfile", ({ payload }) => Effect.flatMap(currentUser, (actor) => identity.updateProfile(actor, payload)))
+      .handle("updateProfile", ({ payload }) =>
+        Effect.flatMap(currentUser, (actor) => identity.updateProfile(actor, payload)))
       .handle("securityEvents", ({ query }) =>
-        Effect.flatMap(currentUser, (actor) => identity.securityEvents(actor, query)))
+        Effect.flatMap(currentUser, (actor) =>
+          identity.securityEvents(actor, query)))
   }))

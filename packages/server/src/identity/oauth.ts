@@ -72,16 +72,20 @@ const describeFailure = (error: HttpClientError.HttpClientError | Schema.SchemaE
 
 /** A provider URL must be absolute http(s); anything else is an operator mistake caught at start-up. */
 const checkUrls = (provider: OAuthProviderConfig) =>
-  Effect.forEach([
-    ["AUTHORIZE_URL", provider.authorizeUrl],
-    ["TOKEN_URL", provider.tokenUrl],
-    ["USERINFO_URL", provider.userinfoUrl]
-  ] as const, ([name, value]) => {
-    const url = URL.parse(value)
-    return url !== null && (url.protocol === "https:" || url.protocol === "http:")
-      ? Effect.void
-      : Effect.die(new Error(`OAUTH_${provider.id.toUpperCase()}_${name} must be an absolute http(s) URL`))
-  }, { discard: true })
+  Effect.forEach(
+    [
+      ["AUTHORIZE_URL", provider.authorizeUrl],
+      ["TOKEN_URL", provider.tokenUrl],
+      ["USERINFO_URL", provider.userinfoUrl]
+    ] as const,
+    ([name, value]) => {
+      const url = URL.parse(value)
+      return url !== null && (url.protocol === "https:" || url.protocol === "http:")
+        ? Effect.void
+        : Effect.die(new Error(`OAUTH_${provider.id.toUpperCase()}_${name} must be an absolute http(s) URL`))
+    },
+    { discard: true }
+  )
 
 export class OAuthService extends Context.Service<OAuthService, {
   /** The fully configured providers, for the sign-in page. */
@@ -131,18 +135,19 @@ export class OAuthService extends Context.Service<OAuthService, {
       })
 
       /** One provider round trip; every fault becomes `provider_error`, logged without secrets. */
-      const providerCall = <A>(provider: OAuthProviderConfig, stage: "token" | "userinfo", schema: Schema.Decoder<A>) =>
-      (request: HttpClientRequest.HttpClientRequest): Effect.Effect<A, PreconditionFailed> =>
-        http.execute(request).pipe(
-          Effect.flatMap(HttpClientResponse.schemaBodyJson(schema)),
-          Effect.timeout(PROVIDER_TIMEOUT),
-          Effect.catch((error) =>
-            Effect.logWarning("OAuth provider request failed").pipe(
-              Effect.annotateLogs({ provider: provider.id, stage, ...describeFailure(error) }),
-              Effect.andThen(Effect.fail(providerError()))
+      const providerCall =
+        <A>(provider: OAuthProviderConfig, stage: "token" | "userinfo", schema: Schema.Decoder<A>) =>
+        (request: HttpClientRequest.HttpClientRequest): Effect.Effect<A, PreconditionFailed> =>
+          http.execute(request).pipe(
+            Effect.flatMap(HttpClientResponse.schemaBodyJson(schema)),
+            Effect.timeout(PROVIDER_TIMEOUT),
+            Effect.catch((error) =>
+              Effect.logWarning("OAuth provider request failed").pipe(
+                Effect.annotateLogs({ provider: provider.id, stage, ...describeFailure(error) }),
+                Effect.andThen(Effect.fail(providerError()))
+              )
             )
           )
-        )
 
       /** Exchanges the code (client_secret_post, with the PKCE verifier) and reads the userinfo. */
       const fetchUserInfo = Effect.fnUntraced(function*(

@@ -89,7 +89,8 @@ export class IdentityService extends Context.Service<IdentityService, {
       const cursors = yield* Cursors
       const securityLog = yield* SecurityLog
 
-      const codeHash = (challengeId: string, code: string) => hmacSha256Hex(keys.signingKey, `login:${challengeId}:${code}`)
+      const codeHash = (challengeId: string, code: string) =>
+        hmacSha256Hex(keys.signingKey, `login:${challengeId}:${code}`)
 
       /** Auth-family limits: per email, and per the workspace the user last used (when the user exists). */
       const consumeAuthLimit = Effect.fnUntraced(function*(email: string) {
@@ -100,10 +101,14 @@ export class IdentityService extends Context.Service<IdentityService, {
         return user
       })
 
-      const userOf = (actor: UserActor) => Effect.flatMap(users.findById(actor.userId), Option.match({
-        onNone: () => Effect.die(new Error(`session ${actor.sessionId} names a missing user`)),
-        onSome: Effect.succeed
-      }))
+      const userOf = (actor: UserActor) =>
+        Effect.flatMap(
+          users.findById(actor.userId),
+          Option.match({
+            onNone: () => Effect.die(new Error(`session ${actor.sessionId} names a missing user`)),
+            onSome: Effect.succeed
+          })
+        )
 
       /** Finds or creates the user for a verified email and opens a session (one transaction). */
       const openSession = Effect.fnUntraced(function*(email: string, via: string) {
@@ -122,8 +127,20 @@ export class IdentityService extends Context.Service<IdentityService, {
             revokedAt: null,
             createdAt: new Date(now)
           }).pipe(Effect.orDie)
-          yield* securityLog.record({ email, userId: user.id, eventType: "login.succeeded", outcome: "success", metadata: { via } })
-          yield* securityLog.record({ email, userId: user.id, eventType: "session.created", outcome: "success", metadata: { sessionId } })
+          yield* securityLog.record({
+            email,
+            userId: user.id,
+            eventType: "login.succeeded",
+            outcome: "success",
+            metadata: { via }
+          })
+          yield* securityLog.record({
+            email,
+            userId: user.id,
+            eventType: "session.created",
+            outcome: "success",
+            metadata: { sessionId }
+          })
           return { user, token, expiresAt }
         }))
         return {
@@ -182,7 +199,8 @@ export class IdentityService extends Context.Service<IdentityService, {
             to: email,
             template: "login_code",
             subject: `Your sign-in code is ${code}`,
-            text: `Your sign-in code is ${code}. It expires in 10 minutes. If you did not ask for it, ignore this message.`,
+            text:
+              `Your sign-in code is ${code}. It expires in 10 minutes. If you did not ask for it, ignore this message.`,
             data: { code, challengeId }
           })
           return { challengeId, expiresAt, delivery: { mode: "email" as const, emailHint: maskEmail(email) } }

@@ -21,25 +21,33 @@ export const MembersHttp = HttpApiBuilder.group(ControlPlaneApi, "members", (han
         }))
   }))
 
-export const InvitationsHttp = HttpApiBuilder.group(ControlPlaneApi, "invitations", (handlers) =>
-  Effect.gen(function*() {
-    const invitations = yield* InvitationsService
-    return handlers
-      .handle("list", ({ query }) =>
-        Effect.flatMap(currentWorkspace, (workspace) => invitations.list(workspace, query)))
-      .handle("create", ({ payload }) =>
-        Effect.gen(function*() {
-          return yield* invitations.create(yield* CurrentActor, yield* currentWorkspace, payload)
-        }))
-      .handle("revoke", ({ params }) =>
-        Effect.gen(function*() {
-          return yield* invitations.revoke(yield* CurrentActor, yield* currentWorkspace, params.invitationId)
-        }))
-      .handle("accept", ({ payload }) =>
-        Effect.gen(function*() {
-          return yield* invitations.acceptByToken(yield* CurrentActor, yield* currentWorkspace, payload.token)
-        }))
-      .handle("mine", ({ query }) => Effect.flatMap(CurrentActor, (actor) => invitations.mine(actor, query)))
-      .handle("acceptMine", ({ params }) =>
-        Effect.flatMap(CurrentActor, (actor) => invitations.acceptById(actor, params.invitationId)))
-  }))
+export const InvitationsHttp = HttpApiBuilder.group(
+  ControlPlaneApi,
+  "invitations",
+  (handlers) =>
+    Effect.gen(function*() {
+      const invitations = yield* InvitationsService
+      return handlers
+        .handle(
+          "list",
+          ({ query }) => Effect.flatMap(currentWorkspace, (workspace) => invitations.list(workspace, query))
+        )
+        .handle("create", ({ payload }) =>
+          Effect.gen(function*() {
+            return yield* invitations.create(yield* CurrentActor, yield* currentWorkspace, payload)
+          }))
+        .handle("revoke", ({ params }) =>
+          Effect.gen(function*() {
+            return yield* invitations.revoke(yield* CurrentActor, yield* currentWorkspace, params.invitationId)
+          }))
+        .handle("accept", ({ payload }) =>
+          Effect.gen(function*() {
+            return yield* invitations.acceptByToken(yield* CurrentActor, yield* currentWorkspace, payload.token)
+          }))
+        .handle("mine", ({ query }) => Effect.flatMap(CurrentActor, (actor) => invitations.mine(actor, query)))
+        .handle(
+          "acceptMine",
+          ({ params }) => Effect.flatMap(CurrentActor, (actor) => invitations.acceptById(actor, params.invitationId))
+        )
+    })
+)

@@ -131,10 +131,13 @@ export class InvitationsService extends Context.Service<InvitationsService, {
       const tokenHash = (token: string) => hmacSha256Hex(keys.signingKey, `invitation:${token}`)
 
       const userOf = (userId: UserRow["id"]) =>
-        Effect.flatMap(users.findById(userId), Option.match({
-          onNone: () => Effect.die(new Error(`authenticated user ${userId} is missing`)),
-          onSome: Effect.succeed
-        }))
+        Effect.flatMap(
+          users.findById(userId),
+          Option.match({
+            onNone: () => Effect.die(new Error(`authenticated user ${userId} is missing`)),
+            onSome: Effect.succeed
+          })
+        )
 
       /** The signed-in user the invitation is addressed to, by verified email; 403 for anyone (or anything) else. */
       const recipient = Effect.fnUntraced(function*(actor: Actor, invitation: InvitationRow) {
@@ -365,8 +368,11 @@ export class InvitationsService extends Context.Service<InvitationsService, {
             limit: limit + 1,
             ...(after === undefined ? {} : { after: { createdAt: new Date(after.at), id: after.id } })
           })
-          const { items, next } = pageOf(rows, limit, ({ invitation }) =>
-            timeIdPosition(invitation.createdAt, invitation.id))
+          const { items, next } = pageOf(
+            rows,
+            limit,
+            ({ invitation }) => timeIdPosition(invitation.createdAt, invitation.id)
+          )
           return {
             data: {
               invitations: items.map(({ invitation, org }): MyInvitation => ({

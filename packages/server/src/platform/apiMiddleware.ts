@@ -38,7 +38,8 @@ export const AuthenticationLive = Layer.succeed(Authentication)({
 })
 
 /** The requirement an endpoint declares; an endpoint without one fails closed (and the test suite). */
-export const requirementOf = (endpoint: HttpApiEndpoint.Top) => Context.getOrUndefined(endpoint.annotations, RequiredAccess)
+export const requirementOf = (endpoint: HttpApiEndpoint.Top) =>
+  Context.getOrUndefined(endpoint.annotations, RequiredAccess)
 
 /** The caller's grants on the path's workspace allow `permission` (on the path's project, if it names one). */
 const checkPermission = (permission: Permission) =>
@@ -61,8 +62,13 @@ export const AuthorizationLive = Layer.succeed(Authorization)((httpEffect, { end
     case "Authenticated":
       return httpEffect
     case "Session":
-      return Effect.flatMap(CurrentActor, (actor): Answer<Forbidden> =>
-        actor.kind === "user" ? httpEffect : Effect.fail(wireError(Forbidden, "This route needs a signed-in user session")))
+      return Effect.flatMap(
+        CurrentActor,
+        (actor): Answer<Forbidden> =>
+          actor.kind === "user"
+            ? httpEffect
+            : Effect.fail(wireError(Forbidden, "This route needs a signed-in user session"))
+      )
     case "Permission":
       return Effect.andThen(checkPermission(requirement.permission), httpEffect)
     case undefined:

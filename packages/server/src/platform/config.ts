@@ -78,7 +78,9 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       return yield* new ConfigError({ message: "PORT must be an integer from 0 to 65535" })
     }
-    const environmentRetentionDays = Number(nonEmpty(env, "ENVIRONMENT_RETENTION_DAYS").pipe(Option.getOrElse(() => "30")))
+    const environmentRetentionDays = Number(
+      nonEmpty(env, "ENVIRONMENT_RETENTION_DAYS").pipe(Option.getOrElse(() => "30"))
+    )
     if (!Number.isInteger(environmentRetentionDays) || environmentRetentionDays < 1) {
       return yield* new ConfigError({ message: "ENVIRONMENT_RETENTION_DAYS must be a positive integer" })
     }

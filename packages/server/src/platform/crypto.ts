@@ -1,5 +1,13 @@
 /** Hashing, random tokens and HMAC-signed opaque tokens (cursors, OAuth state). */
-import { createHash, createHmac, type KeyObject, randomBytes, randomFillSync, randomInt, timingSafeEqual } from "node:crypto"
+import {
+  createHash,
+  createHmac,
+  type KeyObject,
+  randomBytes,
+  randomFillSync,
+  randomInt,
+  timingSafeEqual
+} from "node:crypto"
 
 export const sha256Hex = (value: string): string => createHash("sha256").update(value).digest("hex")
 

@@ -21,9 +21,9 @@ import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
+import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
-import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { renderError } from "./render.ts"
 import { type ActorResolution, CurrentRequestScope, type RequestScope } from "./requestScope.ts"
 import { makeRouteTable } from "./routeTable.ts"
@@ -58,8 +58,11 @@ export const EdgeLive = HttpRouter.middleware(
     const idempotency = yield* IdempotencyRepo
     const keys = yield* ServerKeys
     const routes = makeRouteTable(ControlPlaneApi, DOCS_ROUTES)
-    const hiddenReach = makeRouteTable(ControlPlaneApi, [], (endpoint) =>
-      Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true)
+    const hiddenReach = makeRouteTable(
+      ControlPlaneApi,
+      [],
+      (endpoint) => Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true
+    )
 
     const resolution = (actor: Option.Option<Actor>): ActorResolution =>
       Option.match(actor, {
@@ -105,15 +108,16 @@ export const EdgeLive = HttpRouter.middleware(
      * Every failure becomes an envelope: a missing route 404/405, anything else a logged 500. A client that
      * went away interrupts the request; that is not an error and is not logged.
      */
-    const renderFailures = (path: string) =>
-    (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> => {
-      if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
-      const failure = Cause.findErrorOption(cause)
-      if (Option.isSome(failure) && isRouteNotFound(failure.value)) return noRoute(path)
-      return Effect.logError("Unhandled failure", cause).pipe(
-        Effect.andThen(renderError(wireError(InternalError, "An unexpected error occurred")))
-      )
-    }
+    const renderFailures =
+      (path: string) =>
+      (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> => {
+        if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+        const failure = Cause.findErrorOption(cause)
+        if (Option.isSome(failure) && isRouteNotFound(failure.value)) return noRoute(path)
+        return Effect.logError("Unhandled failure", cause).pipe(
+          Effect.andThen(renderError(wireError(InternalError, "An unexpected error occurred")))
+        )
+      }
 
     /** The typed router's own 415 is plain text: give it the envelope. */
     const withEnvelope415 = (response: HttpServerResponse.HttpServerResponse) =>

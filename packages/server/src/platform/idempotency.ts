@@ -93,7 +93,9 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
       }
       const body = open(keys.kek, started.body)
       if (body === undefined) {
-        return yield* renderError(wireError(Conflict, "The stored answer for this Idempotency-Key can no longer be read"))
+        return yield* renderError(
+          wireError(Conflict, "The stored answer for this Idempotency-Key can no longer be read")
+        )
       }
       return HttpServerResponse.text(body, {
         status: started.status,

@@ -16,8 +16,8 @@ import {
 } from "@cp/domain"
 import { randomInt } from "node:crypto"
 import { monotonicFactory } from "ulid"
-import { pooledRandom } from "./crypto.ts"
 import { v7 } from "uuid"
+import { pooledRandom } from "./crypto.ts"
 
 const nextUlid = monotonicFactory(pooledRandom)
 

@@ -27,7 +27,8 @@ export class ServerKeys extends Context.Service<ServerKeys, {
       const read = (configured: Option.Option<Redacted.Redacted>, name: string) =>
         Option.match(configured, {
           onSome: (value) => Effect.succeed(Redacted.value(value)),
-          onNone: () => secrets.getOrCreate(name, () => Buffer.from(randomBase64Url(32), "base64url").toString("base64"))
+          onNone: () =>
+            secrets.getOrCreate(name, () => Buffer.from(randomBase64Url(32), "base64url").toString("base64"))
         })
       const signing = yield* read(config.tokenSigningKey, "token_signing_key")
       const kek = Buffer.from(yield* read(config.secretsKek, "secrets_kek"), "base64")

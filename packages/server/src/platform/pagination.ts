@@ -2,7 +2,7 @@
  * Cursor pagination (contract §4): opaque, HMAC-signed cursors bound to the endpoint, the workspace and
  * the filters, carrying a keyset position so a walk returns every row exactly once.
  */
-import { validationFailed, type ValidationFailed } from "@cp/domain"
+import { type ValidationFailed, validationFailed } from "@cp/domain"
 import { Context, Effect, Layer, Schema } from "effect"
 import { signToken, verifyToken } from "./crypto.ts"
 import { canonicalJson } from "./idempotency.ts"
@@ -24,8 +24,7 @@ export type TimeIdPosition = typeof TimeIdPosition.Type
 const CursorPayload = Schema.Struct({ b: Schema.String, p: Schema.Unknown })
 const isCursorPayload = Schema.is(CursorPayload)
 
-const bindingKey = (binding: CursorBinding) =>
-  canonicalJson([binding.endpoint, binding.scope, binding.filters ?? {}])
+const bindingKey = (binding: CursorBinding) => canonicalJson([binding.endpoint, binding.scope, binding.filters ?? {}])
 
 const invalidCursor = () => validationFailed({ cursor: ["is not a valid cursor for this list and these filters"] })
 

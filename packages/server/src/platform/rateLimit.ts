@@ -40,7 +40,9 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           const now = yield* Clock.currentTimeMillis
           const buckets: Array<Bucket> = [
             { scope: "identity", key: `${family.name}:identity:${identity}`, limit: family.identityLimit },
-            ...(org === undefined ? [] : [{ scope: "org" as const, key: `${family.name}:org:${org}`, limit: family.orgLimit }])
+            ...(org === undefined
+              ? []
+              : [{ scope: "org" as const, key: `${family.name}:org:${org}`, limit: family.orgLimit }])
           ]
           const verdict = yield* repo.hitAll({
             buckets: buckets.map(({ key, limit }) => ({ key, limit, windowSeconds: family.windowSeconds })),

@@ -35,8 +35,6 @@ const statusOf = new Map<unknown, number>(
 /** The error envelope as a response, with the status declared on the error's class. */
 export const renderError = (error: EdgeError): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
   encodeEdgeError(error).pipe(
-    Effect.map((body) =>
-      HttpServerResponse.jsonUnsafe(body, { status: statusOf.get(error.constructor) ?? 500 })
-    ),
+    Effect.map((body) => HttpServerResponse.jsonUnsafe(body, { status: statusOf.get(error.constructor) ?? 500 })),
     Effect.orDie
   )

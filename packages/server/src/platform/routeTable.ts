@@ -16,7 +16,13 @@ interface Route {
 }
 
 const toPattern = (path: string): RegExp =>
-  new RegExp(`^${path.split("/").map((segment) => segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")}/?$`)
+  new RegExp(
+    `^${
+      path.split("/").map((segment) =>
+        segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+      ).join("/")
+    }/?$`
+  )
 
 /**
  * Builds the table once from the API definition (plus routes served beside it, such as the docs); `where`

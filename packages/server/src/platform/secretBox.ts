@@ -10,7 +10,13 @@ export const seal = (kek: KeyEncryptionKey, plaintext: string): string => {
   const nonce = randomBytes(12)
   const cipher = createCipheriv("aes-256-gcm", kek.key, nonce)
   const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
-  return ["v1", kek.id, nonce.toString("base64url"), cipher.getAuthTag().toString("base64url"), ciphertext.toString("base64url")]
+  return [
+    "v1",
+    kek.id,
+    nonce.toString("base64url"),
+    cipher.getAuthTag().toString("base64url"),
+    ciphertext.toString("base64url")
+  ]
     .join(".")
 }
 

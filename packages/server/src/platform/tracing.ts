@@ -73,6 +73,7 @@ const linksTo = (stored: Readonly<Record<string, unknown>> | null): ReadonlyArra
  * Runs one background job as a new root span linked to the trace that queued its work (`stored` is what
  * `currentTraceContext` gave then), so jobs get traces of their own without stretching the request's trace.
  */
-export const withJobSpan = (name: string, stored: Readonly<Record<string, unknown>> | null) =>
-<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withSpan(self, name, { root: true, kind: "consumer", links: linksTo(stored) })
+export const withJobSpan =
+  (name: string, stored: Readonly<Record<string, unknown>> | null) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withSpan(self, name, { root: true, kind: "consumer", links: linksTo(stored) })

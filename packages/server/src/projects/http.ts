@@ -13,13 +13,18 @@ export const ProjectsHttp = HttpApiBuilder.group(ControlPlaneApi, "projects", (h
       .handle("list", ({ query }) => Effect.flatMap(currentWorkspace, (workspace) => projects.list(workspace, query)))
       .handle("create", ({ payload }) =>
         Effect.flatMap(inWorkspace, ({ actor, workspace }) => projects.create(actor, workspace, payload)))
-      .handle("get", ({ params }) => Effect.flatMap(currentWorkspace, (workspace) => projects.get(workspace, params.projectId)))
+      .handle("get", ({ params }) =>
+        Effect.flatMap(currentWorkspace, (workspace) =>
+          projects.get(workspace, params.projectId)))
       .handle("archive", ({ params }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => projects.archive(actor, workspace, params.projectId)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          projects.archive(actor, workspace, params.projectId)))
       .handle("restore", ({ params }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => projects.restore(actor, workspace, params.projectId)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          projects.restore(actor, workspace, params.projectId)))
       .handle("listEnvironments", ({ params, query }) =>
-        Effect.flatMap(currentWorkspace, (workspace) => projects.listEnvironments(workspace, params.projectId, query)))
+        Effect.flatMap(currentWorkspace, (workspace) =>
+          projects.listEnvironments(workspace, params.projectId, query)))
       .handle("createEnvironment", ({ params, payload }) =>
         Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
           projects.createEnvironment(actor, workspace, params.projectId, payload)))

@@ -20,10 +20,13 @@ export const environmentNotFound = (details: { readonly projectId?: string; read
 
 /** The project in the workspace, or its 404 (archived projects are found). */
 export const findProject = (projects: ProjectsRepo["Service"], orgId: OrgId, projectId: ProjectId) =>
-  Effect.flatMap(projects.findById(orgId, projectId), Option.match({
-    onNone: () => Effect.fail(projectNotFound(projectId)),
-    onSome: Effect.succeed
-  }))
+  Effect.flatMap(
+    projects.findById(orgId, projectId),
+    Option.match({
+      onNone: () => Effect.fail(projectNotFound(projectId)),
+      onSome: Effect.succeed
+    })
+  )
 
 /**
  * Succeeds when the project exists in the workspace (archived projects count), else the 422 on `field`: a body
@@ -35,10 +38,13 @@ export const requireProjectIn = (
   projectId: ProjectId,
   field: string
 ): Effect.Effect<void, ValidationFailed> =>
-  Effect.flatMap(projects.findById(orgId, projectId), Option.match({
-    onNone: () => Effect.fail(validationFailed({ [field]: ["names no project in this workspace"] })),
-    onSome: () => Effect.void
-  }))
+  Effect.flatMap(
+    projects.findById(orgId, projectId),
+    Option.match({
+      onNone: () => Effect.fail(validationFailed({ [field]: ["names no project in this workspace"] })),
+      onSome: () => Effect.void
+    })
+  )
 
 /** The environment of the project, or a 404 carrying `details` (by default the environment id). */
 export const findEnvironment = (
@@ -48,7 +54,10 @@ export const findEnvironment = (
   environmentId: EnvironmentId,
   details: { readonly projectId?: string; readonly environmentId: string } = { environmentId }
 ) =>
-  Effect.flatMap(environments.findEnvironment(orgId, projectId, environmentId), Option.match({
-    onNone: () => Effect.fail(environmentNotFound(details)),
-    onSome: Effect.succeed
-  }))
+  Effect.flatMap(
+    environments.findEnvironment(orgId, projectId, environmentId),
+    Option.match({
+      onNone: () => Effect.fail(environmentNotFound(details)),
+      onSome: Effect.succeed
+    })
+  )

@@ -59,7 +59,8 @@ export const toEnvironment = (row: EnvironmentRow): Environment => ({
   lastActiveAt: row.lastActiveAt
 })
 
-const slugTaken = (slug: string, where: string) => wireError(Conflict, `The slug '${slug}' is taken in this ${where}`, { field: "slug" })
+const slugTaken = (slug: string, where: string) =>
+  wireError(Conflict, `The slug '${slug}' is taken in this ${where}`, { field: "slug" })
 
 export const PROJECTS_LIMIT = "limit.projects"
 
@@ -78,7 +79,10 @@ export class ProjectsService extends Context.Service<ProjectsService, {
     workspace: ResolvedWorkspace,
     input: NameInput
   ) => Effect.Effect<{ readonly project: Project }, Conflict | PreconditionFailed>
-  readonly get: (workspace: ResolvedWorkspace, projectId: ProjectId) => Effect.Effect<{ readonly project: Project }, NotFound>
+  readonly get: (
+    workspace: ResolvedWorkspace,
+    projectId: ProjectId
+  ) => Effect.Effect<{ readonly project: Project }, NotFound>
   readonly archive: (
     actor: Actor,
     workspace: ResolvedWorkspace,
@@ -127,7 +131,9 @@ export class ProjectsService extends Context.Service<ProjectsService, {
       const keysetPage = <Row extends { readonly createdAt: Date; readonly id: string }>(
         binding: CursorBinding,
         page: PageRequest,
-        fetch: (window: { readonly limit: number; readonly after?: ProjectPagePosition }) => Effect.Effect<ReadonlyArray<Row>>
+        fetch: (
+          window: { readonly limit: number; readonly after?: ProjectPagePosition }
+        ) => Effect.Effect<ReadonlyArray<Row>>
       ) => timeIdPage(cursors, binding, page, fetch)
 
       const findProject = (orgId: OrgId, projectId: ProjectId) => findProjectIn(projects, orgId, projectId)
@@ -173,7 +179,10 @@ export class ProjectsService extends Context.Service<ProjectsService, {
         const explicit = input.slug
         if (explicit !== undefined) {
           const row = { ...base, slug: explicit } as unknown as Row
-          return insert(row).pipe(Effect.as(row), Effect.catchTag("UniqueViolation", () => Effect.fail(slugTaken(explicit, where))))
+          return insert(row).pipe(
+            Effect.as(row),
+            Effect.catchTag("UniqueViolation", () => Effect.fail(slugTaken(explicit, where)))
+          )
         }
         const wanted = slugify(base.name, fallback)
         return Effect.gen(function*() {
@@ -232,7 +241,12 @@ export class ProjectsService extends Context.Service<ProjectsService, {
             const archived = yield* projects.archive(orgId, projectId, at)
             // Archiving an archived project is a no-op that answers the project as it is.
             if (Option.isNone(archived)) return { project: toProject(yield* findProject(orgId, projectId)) }
-            yield* recordProject(eventActorOf(actor), archived.value, "project.archived", `Project ${archived.value.name} archived`)
+            yield* recordProject(
+              eventActorOf(actor),
+              archived.value,
+              "project.archived",
+              `Project ${archived.value.name} archived`
+            )
             return { project: toProject(archived.value) }
           }))
         }),
@@ -246,7 +260,12 @@ export class ProjectsService extends Context.Service<ProjectsService, {
             yield* requireProjectSlot(orgId, "restore the project")
             const restored = yield* projects.restore(orgId, projectId, at)
             if (Option.isNone(restored)) return { project: toProject(yield* findProject(orgId, projectId)) }
-            yield* recordProject(eventActorOf(actor), restored.value, "project.restored", `Project ${restored.value.name} restored`)
+            yield* recordProject(
+              eventActorOf(actor),
+              restored.value,
+              "project.restored",
+              `Project ${restored.value.name} restored`
+            )
             return { project: toProject(restored.value) }
           }))
         }),
@@ -310,18 +329,20 @@ export class ProjectsService extends Context.Service<ProjectsService, {
           return { environment: toEnvironment(yield* findEnvironment(orgId, projectId, environmentId)) }
         }),
 
-        archiveEnvironment: Effect.fn("Projects.archiveEnvironment")(function*(actor, workspace, projectId, environmentId) {
-          const at = yield* now
-          const orgId = workspace.organization.id
-          return yield* tx.withTransaction(Effect.gen(function*() {
-            const archived = yield* environments.archive(orgId, projectId, environmentId, at)
-            if (Option.isNone(archived)) {
-              return { environment: toEnvironment(yield* findEnvironment(orgId, projectId, environmentId)) }
-            }
-            yield* recordEnvironmentArchived(events, eventActorOf(actor), archived.value, "api")
-            return { environment: toEnvironment(archived.value) }
-          }))
-        })
+        archiveEnvironment: Effect.fn("Projects.archiveEnvironment")(
+          function*(actor, workspace, projectId, environmentId) {
+            const at = yield* now
+            const orgId = workspace.organization.id
+            return yield* tx.withTransaction(Effect.gen(function*() {
+              const archived = yield* environments.archive(orgId, projectId, environmentId, at)
+              if (Option.isNone(archived)) {
+                return { environment: toEnvironment(yield* findEnvironment(orgId, projectId, environmentId)) }
+              }
+              yield* recordEnvironmentArchived(events, eventActorOf(actor), archived.value, "api")
+              return { environment: toEnvironment(archived.value) }
+            }))
+          }
+        )
       })
     })
   )

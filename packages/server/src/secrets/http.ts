@@ -12,53 +12,91 @@ export const SecretsHttp = HttpApiBuilder.group(ControlPlaneApi, "secrets", (han
     const secrets = yield* SecretsService
     const scope: SecretScope = { kind: "organization" }
     return handlers
-      .handle("list", ({ query }) => Effect.flatMap(currentWorkspace, (workspace) => secrets.list(workspace, scope, query)))
+      .handle("list", ({ query }) =>
+        Effect.flatMap(currentWorkspace, (workspace) => secrets.list(workspace, scope, query)))
       .handle("create", ({ payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => secrets.create(actor, workspace, scope, payload)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          secrets.create(actor, workspace, scope, payload)))
       .handle("rotate", ({ params, payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => secrets.rotate(actor, workspace, scope, params.secretId, payload)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          secrets.rotate(actor, workspace, scope, params.secretId, payload)))
       .handle("revoke", ({ params }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => secrets.revoke(actor, workspace, scope, params.secretId)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          secrets.revoke(actor, workspace, scope, params.secretId)))
   }))
 
-export const ProjectSecretsHttp = HttpApiBuilder.group(ControlPlaneApi, "projectSecrets", (handlers) =>
-  Effect.gen(function*() {
-    const secrets = yield* SecretsService
-    const scopeOf = (params: { readonly projectId: ProjectId }): SecretScope => ({
-      kind: "project",
-      projectId: params.projectId
+export const ProjectSecretsHttp = HttpApiBuilder.group(
+  ControlPlaneApi,
+  "projectSecrets",
+  (handlers) =>
+    Effect.gen(function*() {
+      const secrets = yield* SecretsService
+      const scopeOf = (params: { readonly projectId: ProjectId }): SecretScope => ({
+        kind: "project",
+        projectId: params.projectId
+      })
+      return handlers
+        .handle(
+          "list",
+          ({ params, query }) =>
+            Effect.flatMap(currentWorkspace, (workspace) => secrets.list(workspace, scopeOf(params), query))
+        )
+        .handle(
+          "create",
+          ({ params, payload }) =>
+            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+              secrets.create(actor, workspace, scopeOf(params), payload))
+        )
+        .handle(
+          "rotate",
+          ({ params, payload }) =>
+            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+              secrets.rotate(actor, workspace, scopeOf(params), params.secretId, payload))
+        )
+        .handle(
+          "revoke",
+          ({ params }) =>
+            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+              secrets.revoke(actor, workspace, scopeOf(params), params.secretId))
+        )
     })
-    return handlers
-      .handle("list", ({ params, query }) =>
-        Effect.flatMap(currentWorkspace, (workspace) => secrets.list(workspace, scopeOf(params), query)))
-      .handle("create", ({ params, payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => secrets.create(actor, workspace, scopeOf(params), payload)))
-      .handle("rotate", ({ params, payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
-          secrets.rotate(actor, workspace, scopeOf(params), params.secretId, payload)))
-      .handle("revoke", ({ params }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
-          secrets.revoke(actor, workspace, scopeOf(params), params.secretId)))
-  }))
+)
 
-export const EnvironmentSecretsHttp = HttpApiBuilder.group(ControlPlaneApi, "environmentSecrets", (handlers) =>
-  Effect.gen(function*() {
-    const secrets = yield* SecretsService
-    const scopeOf = (params: Extract<SecretScope, { kind: "environment" }>): SecretScope => ({
-      kind: "environment",
-      projectId: params.projectId,
-      environmentId: params.environmentId
+export const EnvironmentSecretsHttp = HttpApiBuilder.group(
+  ControlPlaneApi,
+  "environmentSecrets",
+  (handlers) =>
+    Effect.gen(function*() {
+      const secrets = yield* SecretsService
+      const scopeOf = (params: Extract<SecretScope, { kind: "environment" }>): SecretScope => ({
+        kind: "environment",
+        projectId: params.projectId,
+        environmentId: params.environmentId
+      })
+      return handlers
+        .handle(
+          "list",
+          ({ params, query }) =>
+            Effect.flatMap(currentWorkspace, (workspace) =>
+              secrets.list(workspace, scopeOf({ kind: "environment", ...params }), query))
+        )
+        .handle(
+          "create",
+          ({ params, payload }) =>
+            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+              secrets.create(actor, workspace, scopeOf({ kind: "environment", ...params }), payload))
+        )
+        .handle(
+          "rotate",
+          ({ params, payload }) =>
+            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+              secrets.rotate(actor, workspace, scopeOf({ kind: "environment", ...params }), params.secretId, payload))
+        )
+        .handle(
+          "revoke",
+          ({ params }) =>
+            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+              secrets.revoke(actor, workspace, scopeOf({ kind: "environment", ...params }), params.secretId))
+        )
     })
-    return handlers
-      .handle("list", ({ params, query }) =>
-        Effect.flatMap(currentWorkspace, (workspace) => secrets.list(workspace, scopeOf({ kind: "environment", ...params }), query)))
-      .handle("create", ({ params, payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
-          secrets.create(actor, workspace, scopeOf({ kind: "environment", ...params }), payload)))
-      .handle("rotate", ({ params, payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
-          secrets.rotate(actor, workspace, scopeOf({ kind: "environment", ...params }), params.secretId, payload)))
-      .handle("revoke", ({ params }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
-          secrets.revoke(actor, workspace, scopeOf({ kind: "environment", ...params }), params.secretId)))
-  }))
+)

@@ -15,8 +15,8 @@ import {
   type SecretId,
   type SecretInput,
   type SecretRotation,
-  validationFailed,
   type ValidationFailed,
+  validationFailed,
   wireError
 } from "@cp/domain"
 import {
@@ -83,7 +83,10 @@ const sameScope = (row: SecretRow, scope: SecretScope): boolean => {
 }
 
 /** The list filter a `scope` query asks for on this route, or the 422 the spec words. */
-export const listFilterOf = (scope: SecretScope, query: string | undefined): Effect.Effect<SecretScopeFilter, ValidationFailed> => {
+export const listFilterOf = (
+  scope: SecretScope,
+  query: string | undefined
+): Effect.Effect<SecretScopeFilter, ValidationFailed> => {
   if (query === undefined) return Effect.succeed(scope)
   if (query !== "all") return Effect.fail(validationFailed({ scope: [SCOPE_MUST_BE_ALL] }))
   if (scope.kind !== "organization") return Effect.fail(validationFailed({ scope: [SCOPE_ALL_ORG_ONLY] }))
@@ -144,11 +147,13 @@ export class SecretsService extends Context.Service<SecretsService, {
       })
 
       /** The secret, if it is defined at exactly this scope of this workspace. */
-      const findInScope = Effect.fnUntraced(function*(workspace: ResolvedWorkspace, scope: SecretScope, secretId: SecretId) {
-        const row = yield* secrets.find(workspace.organization.id, secretId)
-        if (Option.isNone(row) || !sameScope(row.value, scope)) return yield* secretNotFound(secretId)
-        return row.value
-      })
+      const findInScope = Effect.fnUntraced(
+        function*(workspace: ResolvedWorkspace, scope: SecretScope, secretId: SecretId) {
+          const row = yield* secrets.find(workspace.organization.id, secretId)
+          if (Option.isNone(row) || !sameScope(row.value, scope)) return yield* secretNotFound(secretId)
+          return row.value
+        }
+      )
 
       const record = (actor: Actor, row: SecretRow, change: "created" | "rotated" | "revoked") =>
         events.record({
@@ -173,10 +178,15 @@ export class SecretsService extends Context.Service<SecretsService, {
           const rows = yield* secrets.list(
             workspace.organization.id,
             filter,
-            after === undefined ? { limit: limit + 1 } : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
+            after === undefined
+              ? { limit: limit + 1 }
+              : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
           )
           const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
-          return { data: { secrets: items.map(toSecret) }, cursor: next === undefined ? null : cursors.encode(binding, next) }
+          return {
+            data: { secrets: items.map(toSecret) },
+            cursor: next === undefined ? null : cursors.encode(binding, next)
+          }
         }),
 
         create: Effect.fn("SecretsService.create")(function*(actor, workspace, scope, input) {
@@ -204,10 +214,15 @@ export class SecretsService extends Context.Service<SecretsService, {
           }
           return yield* tx.withTransaction(Effect.gen(function*() {
             yield* secrets.insert(row).pipe(
-              Effect.catchTag("UniqueViolation", () =>
-                Effect.fail(wireError(Conflict, `An active secret with key ${input.secretKey} already exists in this scope`, {
-                  secretKey: input.secretKey
-                })))
+              Effect.catchTag(
+                "UniqueViolation",
+                () =>
+                  Effect.fail(
+                    wireError(Conflict, `An active secret with key ${input.secretKey} already exists in this scope`, {
+                      secretKey: input.secretKey
+                    })
+                  )
+              )
             )
             yield* record(actor, row, "created")
             return { secret: toSecret(row) }
@@ -219,7 +234,10 @@ export class SecretsService extends Context.Service<SecretsService, {
           return yield* tx.withTransaction(Effect.gen(function*() {
             const current = yield* findInScope(workspace, scope, secretId)
             if (current.status !== "active") {
-              return yield* wireError(Conflict, "Secret is revoked and cannot be rotated", { secretId, status: current.status })
+              return yield* wireError(Conflict, "Secret is revoked and cannot be rotated", {
+                secretId,
+                status: current.status
+              })
             }
             const rotated = yield* secrets.rotate(workspace.organization.id, secretId, {
               sealedValue: seal(kek, input.value),
@@ -227,7 +245,10 @@ export class SecretsService extends Context.Service<SecretsService, {
               at: yield* now
             })
             if (Option.isNone(rotated)) {
-              return yield* wireError(Conflict, "Secret is revoked and cannot be rotated", { secretId, status: "revoked" })
+              return yield* wireError(Conflict, "Secret is revoked and cannot be rotated", {
+                secretId,
+                status: "revoked"
+              })
             }
             yield* record(actor, rotated.value, "rotated")
             return { secret: toSecret(rotated.value) }

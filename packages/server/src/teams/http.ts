@@ -14,21 +14,30 @@ export const TeamsHttp = HttpApiBuilder.group(ControlPlaneApi, "teams", (handler
       .handle("list", ({ query }) => Effect.flatMap(currentWorkspace, (workspace) => teams.list(workspace, query)))
       .handle("create", ({ payload }) =>
         Effect.flatMap(inWorkspace, ({ actor, workspace }) => teams.create(actor, workspace, payload)))
-      .handle("get", ({ params }) => Effect.flatMap(currentWorkspace, (workspace) => teams.get(workspace, params.teamId)))
+      .handle("get", ({ params }) =>
+        Effect.flatMap(currentWorkspace, (workspace) => teams.get(workspace, params.teamId)))
       .handle("update", ({ params, payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => teams.update(actor, workspace, params.teamId, payload)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          teams.update(actor, workspace, params.teamId, payload)))
       .handle("delete", ({ params }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => teams.delete(actor, workspace, params.teamId)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          teams.delete(actor, workspace, params.teamId)))
       .handle("listMembers", ({ params, query }) =>
-        Effect.flatMap(currentWorkspace, (workspace) => teams.listMembers(workspace, params.teamId, query)))
+        Effect.flatMap(currentWorkspace, (workspace) =>
+          teams.listMembers(workspace, params.teamId, query)))
       .handle("addMember", ({ params, payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => teams.addMember(actor, workspace, params.teamId, payload)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          teams.addMember(actor, workspace, params.teamId, payload)))
       .handle("removeMember", ({ params }) =>
         Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
           teams.removeMember(actor, workspace, params.teamId, params.subjectId)))
-      .handle("listGrants", ({ query }) => Effect.flatMap(currentWorkspace, (workspace) => teams.listGrants(workspace, query)))
+      .handle("listGrants", ({ query }) =>
+        Effect.flatMap(currentWorkspace, (workspace) =>
+          teams.listGrants(workspace, query)))
       .handle("grant", ({ payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => teams.grant(actor, workspace, payload)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          teams.grant(actor, workspace, payload)))
       .handle("revoke", ({ payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) => teams.revoke(actor, workspace, payload)))
+        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+          teams.revoke(actor, workspace, payload)))
   }))

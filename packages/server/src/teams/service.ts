@@ -12,13 +12,13 @@ import {
   type Paged,
   type ProjectId,
   type Team,
+  type TeamId,
   type TeamMember,
   type TeamRoleGrant,
   type TeamRoleTuple,
   type TeamSubjectType,
-  type TeamId,
-  validationFailed,
   type ValidationFailed,
+  validationFailed,
   wireError
 } from "@cp/domain"
 import {
@@ -36,7 +36,14 @@ import {
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint, newUuid } from "../platform/ids.ts"
-import { type CursorBinding, Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import {
+  type CursorBinding,
+  Cursors,
+  DEFAULT_PAGE_SIZE,
+  pageOf,
+  TimeIdPosition,
+  timeIdPosition
+} from "../platform/pagination.ts"
 import { coversRole } from "../platform/rbac.ts"
 import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import { requireProjectIn } from "../projects/scope.ts"
@@ -87,7 +94,9 @@ const exceedsCaller = (what: string, role: string) =>
 
 /** The first of `grants` whose role the caller does not cover, if any. */
 const uncovered = (workspace: ResolvedWorkspace, grants: ReadonlyArray<TeamGrantTuple>) =>
-  grants.find((grant) => !coversRole(workspace.grants, grant.role, grant.scopeKind === "project" ? grant.scopeRef : null))
+  grants.find((grant) =>
+    !coversRole(workspace.grants, grant.role, grant.scopeKind === "project" ? grant.scopeRef : null)
+  )
 
 /**
  * The rules across the fields of a grant tuple, every failing field at once: `scopeRef` names a project exactly
@@ -96,7 +105,10 @@ const uncovered = (workspace: ResolvedWorkspace, grants: ReadonlyArray<TeamGrant
  */
 type CheckedTuple = TeamGrantTuple & { readonly scopeRef: ProjectId | null }
 
-const checkTuple = (tuple: TeamRoleTuple, workspace: ResolvedWorkspace): Effect.Effect<CheckedTuple, ValidationFailed> => {
+const checkTuple = (
+  tuple: TeamRoleTuple,
+  workspace: ResolvedWorkspace
+): Effect.Effect<CheckedTuple, ValidationFailed> => {
   const fields: Record<string, Array<string>> = {}
   const scopeRef = tuple.scopeRef ?? null
   if (tuple.scopeKind === "project" && scopeRef === null) {
@@ -190,13 +202,17 @@ export class TeamsService extends Context.Service<TeamsService, {
       const keysetPage = Effect.fnUntraced(function*<Row>(
         binding: CursorBinding,
         page: PageRequest,
-        fetch: (window: { readonly limit: number; readonly after?: TeamPagePosition }) => Effect.Effect<ReadonlyArray<Row>>,
+        fetch: (
+          window: { readonly limit: number; readonly after?: TeamPagePosition }
+        ) => Effect.Effect<ReadonlyArray<Row>>,
         positionOf: (row: Row) => TeamPagePosition
       ) {
         const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
         const limit = page.limit ?? DEFAULT_PAGE_SIZE
         const rows = yield* fetch(
-          after === undefined ? { limit: limit + 1 } : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
+          after === undefined
+            ? { limit: limit + 1 }
+            : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
         )
         const { items, next } = pageOf(rows, limit, (row) => {
           const { at, key } = positionOf(row)
@@ -206,17 +222,23 @@ export class TeamsService extends Context.Service<TeamsService, {
       })
 
       const findTeam = (workspace: ResolvedWorkspace, teamId: TeamId) =>
-        Effect.flatMap(teams.find(workspace.organization.id, teamId), Option.match({
-          onNone: () => Effect.fail(teamNotFound(teamId)),
-          onSome: Effect.succeed
-        }))
+        Effect.flatMap(
+          teams.find(workspace.organization.id, teamId),
+          Option.match({
+            onNone: () => Effect.fail(teamNotFound(teamId)),
+            onSome: Effect.succeed
+          })
+        )
 
       /** The team, locked against a concurrent delete for the rest of the transaction. */
       const lockTeam = (workspace: ResolvedWorkspace, teamId: TeamId) =>
-        Effect.flatMap(teams.findLocked(workspace.organization.id, teamId), Option.match({
-          onNone: () => Effect.fail(teamNotFound(teamId)),
-          onSome: Effect.succeed
-        }))
+        Effect.flatMap(
+          teams.findLocked(workspace.organization.id, teamId),
+          Option.match({
+            onNone: () => Effect.fail(teamNotFound(teamId)),
+            onSome: Effect.succeed
+          })
+        )
 
       /** Who is in a team (or whether it exists) decides who holds its roles: changing it needs them all covered. */
       const requireCoversTeam = Effect.fnUntraced(function*(workspace: ResolvedWorkspace, team: TeamRow, what: string) {
@@ -256,7 +278,8 @@ export class TeamsService extends Context.Service<TeamsService, {
         }).pipe(Effect.retry({ times: 5, while: (e) => e._tag === "UniqueViolation" }), Effect.orDie)
       }
 
-      const slugTaken = (slug: string) => wireError(Conflict, `The slug '${slug}' is taken in this workspace`, { field: "slug" })
+      const slugTaken = (slug: string) =>
+        wireError(Conflict, `The slug '${slug}' is taken in this workspace`, { field: "slug" })
 
       /**
        * Whether the subject may join a team of this workspace: an active member of it, or a service principal with a
@@ -312,7 +335,14 @@ export class TeamsService extends Context.Service<TeamsService, {
                 Effect.as({ ...base, slug }),
                 Effect.catchTag("UniqueViolation", () => Effect.fail(slugTaken(slug)))
               )
-            yield* record(workspace, eventActorOf(actor), row, "team.created", { name: row.name, slug: row.slug }, `Team ${row.name} created`)
+            yield* record(
+              workspace,
+              eventActorOf(actor),
+              row,
+              "team.created",
+              { name: row.name, slug: row.slug },
+              `Team ${row.name} created`
+            )
             return { team: toTeam(row) }
           }))
         }),
@@ -323,11 +353,17 @@ export class TeamsService extends Context.Service<TeamsService, {
 
         update: Effect.fn("Teams.update")(function*(actor, workspace, teamId, patch) {
           const name = patch.name?.trim()
-          if (name === undefined && patch.slug === undefined) return { team: toTeam(yield* findTeam(workspace, teamId)) }
+          if (name === undefined && patch.slug === undefined) {
+            return { team: toTeam(yield* findTeam(workspace, teamId)) }
+          }
           const at = yield* now
           return yield* tx.withTransaction(Effect.gen(function*() {
             const before = yield* lockTeam(workspace, teamId)
-            const updated = yield* teams.update(workspace.organization.id, teamId, { name, slug: patch.slug, updatedAt: at }).pipe(
+            const updated = yield* teams.update(workspace.organization.id, teamId, {
+              name,
+              slug: patch.slug,
+              updatedAt: at
+            }).pipe(
               Effect.catchTag("UniqueViolation", () => Effect.fail(slugTaken(patch.slug ?? ""))),
               Effect.flatMap(Option.match({ onNone: () => Effect.fail(teamNotFound(teamId)), onSome: Effect.succeed }))
             )
@@ -347,7 +383,14 @@ export class TeamsService extends Context.Service<TeamsService, {
             yield* requireCoversTeam(workspace, team, "delete this team")
             const deleted = yield* teams.delete(workspace.organization.id, teamId)
             if (Option.isNone(deleted)) return yield* teamNotFound(teamId)
-            yield* record(workspace, eventActorOf(actor), team, "team.deleted", { name: team.name, slug: team.slug }, `Team ${team.name} deleted`)
+            yield* record(
+              workspace,
+              eventActorOf(actor),
+              team,
+              "team.deleted",
+              { name: team.name, slug: team.slug },
+              `Team ${team.name} deleted`
+            )
             return { deleted: true as const }
           }))
         }),
@@ -367,7 +410,9 @@ export class TeamsService extends Context.Service<TeamsService, {
           const subjectType = input.subjectType ?? "user"
           if (subjectTypeOf(input.subjectId) !== subjectType) {
             return yield* validationFailed({
-              subjectId: [subjectType === "user" ? "must be a user id (usr_…)" : "must be a service principal id (sp_…)"]
+              subjectId: [
+                subjectType === "user" ? "must be a user id (usr_…)" : "must be a service principal id (sp_…)"
+              ]
             })
           }
           const at = yield* now
@@ -383,8 +428,13 @@ export class TeamsService extends Context.Service<TeamsService, {
               createdAt: at
             }
             yield* teams.insertMember(row).pipe(
-              Effect.catchTag("UniqueViolation", () =>
-                Effect.fail(wireError(Conflict, "The subject is already a member of this team", { subjectId: input.subjectId })))
+              Effect.catchTag(
+                "UniqueViolation",
+                () =>
+                  Effect.fail(
+                    wireError(Conflict, "The subject is already a member of this team", { subjectId: input.subjectId })
+                  )
+              )
             )
             yield* record(workspace, eventActorOf(actor), team, "team.member.added", {
               subjectType,
@@ -427,15 +477,19 @@ export class TeamsService extends Context.Service<TeamsService, {
         grant: Effect.fn("Teams.grant")(function*(actor, workspace, input) {
           const tuple = yield* checkTuple(input, workspace)
           // Only a grant checks that its project exists: revoking by tuple keeps working whatever became of it.
-          if (tuple.scopeRef !== null) yield* requireProjectIn(projects, workspace.organization.id, tuple.scopeRef, "scopeRef")
+          if (tuple.scopeRef !== null) {
+            yield* requireProjectIn(projects, workspace.organization.id, tuple.scopeRef, "scopeRef")
+          }
           const at = yield* now
           return yield* tx.withTransaction(Effect.gen(function*() {
             const team = yield* lockTeam(workspace, tuple.teamId)
             if (uncovered(workspace, [tuple]) !== undefined) return yield* exceedsCaller("grant this role", tuple.role)
             const row: TeamGrantRow = { id: newUuid(at.getTime()), ...tuple, createdAt: at }
             yield* teams.insertGrant(row).pipe(
-              Effect.catchTag("UniqueViolation", () =>
-                Effect.fail(wireError(Conflict, "The team already holds this role on this scope", { ...tuple })))
+              Effect.catchTag(
+                "UniqueViolation",
+                () => Effect.fail(wireError(Conflict, "The team already holds this role on this scope", { ...tuple }))
+              )
             )
             yield* record(
               workspace,
@@ -443,7 +497,9 @@ export class TeamsService extends Context.Service<TeamsService, {
               team,
               "team.role.granted",
               { role: row.role, scopeKind: row.scopeKind, scopeRef: row.scopeRef },
-              `Team ${team.name} granted ${row.role} on ${row.scopeKind}${row.scopeRef === null ? "" : ` ${row.scopeRef}`}`,
+              `Team ${team.name} granted ${row.role} on ${row.scopeKind}${
+                row.scopeRef === null ? "" : ` ${row.scopeRef}`
+              }`,
               tuple.scopeRef
             )
             return { grant: toTeamRoleGrant(row) }
@@ -465,7 +521,9 @@ export class TeamsService extends Context.Service<TeamsService, {
               team,
               "team.role.revoked",
               { role: tuple.role, scopeKind: tuple.scopeKind, scopeRef: tuple.scopeRef },
-              `Team ${team.name} lost ${tuple.role} on ${tuple.scopeKind}${tuple.scopeRef === null ? "" : ` ${tuple.scopeRef}`}`,
+              `Team ${team.name} lost ${tuple.role} on ${tuple.scopeKind}${
+                tuple.scopeRef === null ? "" : ` ${tuple.scopeRef}`
+              }`,
               tuple.scopeRef
             )
             return { deleted: true as const }

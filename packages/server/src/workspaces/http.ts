@@ -12,7 +12,8 @@ export const WorkspacesHttp = HttpApiBuilder.group(ControlPlaneApi, "workspaces"
       .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (actor) => workspaces.create(actor, payload)))
       .handle("list", ({ query }) => Effect.flatMap(CurrentActor, (actor) => workspaces.list(actor, query)))
       .handle("get", () => Effect.map(currentWorkspace, ({ organization }) => ({ organization })))
-      .handle("children", ({ query }) => Effect.flatMap(currentWorkspace, (workspace) => workspaces.children(workspace, query)))
+      .handle("children", ({ query }) =>
+        Effect.flatMap(currentWorkspace, (workspace) => workspaces.children(workspace, query)))
       .handle("effectiveAccess", ({ query }) =>
         Effect.gen(function*() {
           return yield* workspaces.effectiveAccess(yield* CurrentActor, yield* currentWorkspace, query)

@@ -109,8 +109,10 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
         const row = { ...base, slug }
         return orgs.insert(row).pipe(
           Effect.as(row),
-          Effect.catchTag("UniqueViolation", () =>
-            Effect.fail(wireError(Conflict, `The slug '${slug}' is taken`, { field: "slug" })))
+          Effect.catchTag(
+            "UniqueViolation",
+            () => Effect.fail(wireError(Conflict, `The slug '${slug}' is taken`, { field: "slug" }))
+          )
         )
       }
 
@@ -227,7 +229,11 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
         }),
 
         effectiveAccess: Effect.fn("Workspaces.effectiveAccess")(function*(actor, workspace, query) {
-          const self = actor.kind === "user" ? actor.userId : actor.kind === "service_principal" ? actor.principalId : ""
+          const self = actor.kind === "user"
+            ? actor.userId
+            : actor.kind === "service_principal"
+            ? actor.principalId
+            : ""
           if (query.subjectId === undefined || query.subjectId === self) {
             return { permissions: effectiveAccess(workspace.grants, query.projectId) }
           }

@@ -5,7 +5,10 @@ const MAX_DERIVED_SLUG = 56
 
 /** The slug a name suggests: `"Acme, Inc."` → `acme-inc`; never empty. */
 export const slugify = (name: string, fallback = "workspace"): string => {
-  const slug = name.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "")
+  const slug = name.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(
+    /^-+|-+$/g,
+    ""
+  )
     .slice(0, MAX_DERIVED_SLUG).replace(/-+$/, "")
   return slug === "" ? fallback : slug
 }

@@ -22,7 +22,6 @@ import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { LAST_USED_PRECISION_MS } from "../../src/apiKeys/bearer.ts"
 import { ApiKeysService } from "../../src/apiKeys/service.ts"
-import { coversRole } from "../../src/platform/rbac.ts"
 import { ActorResolverLive } from "../../src/identity/actors.ts"
 import { SecurityLog } from "../../src/identity/securityLog.ts"
 import { ActorResolver } from "../../src/platform/actors.ts"
@@ -31,6 +30,7 @@ import { EventLog } from "../../src/platform/events.ts"
 import { newId } from "../../src/platform/ids.ts"
 import { ServerKeys } from "../../src/platform/keys.ts"
 import { Cursors } from "../../src/platform/pagination.ts"
+import { coversRole } from "../../src/platform/rbac.ts"
 import type { Grant } from "../../src/platform/rbac.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { RepositoriesMemory } from "../../src/repositories.ts"
@@ -89,14 +89,17 @@ describe("API key lifetime", () => {
   it.effect("a key authenticates until the instant it expires, then never again", () =>
     Effect.gen(function*() {
       const key = yield* createKey({ label: "short-lived", role: "viewer", expiresAt: new Date(HOUR) })
-      assert.deepStrictEqual(yield* resolve(key.secret), Option.some<Actor>({
-        kind: "service_principal",
-        principalId: key.servicePrincipal.id,
-        apiKeyId: key.id,
-        orgId: key.orgId,
-        projectId: null,
-        role: "viewer"
-      }))
+      assert.deepStrictEqual(
+        yield* resolve(key.secret),
+        Option.some<Actor>({
+          kind: "service_principal",
+          principalId: key.servicePrincipal.id,
+          apiKeyId: key.id,
+          orgId: key.orgId,
+          projectId: null,
+          role: "viewer"
+        })
+      )
       yield* TestClock.adjust(HOUR - 1)
       assert.isTrue(Option.isSome(yield* resolve(key.secret)), "1 ms before expiry")
       yield* TestClock.adjust(1)
@@ -136,7 +139,10 @@ describe("API key lifetime", () => {
       const service = yield* ApiKeysService
       const { apiKey } = yield* service.create(actor, workspace, { label: "admin bot", role: "admin" })
       const keyActor = Option.getOrThrow(yield* resolve(apiKey.secret))
-      assert.instanceOf(yield* Effect.flip(service.create(keyActor, workspace, { label: "x", role: "viewer" })), Forbidden)
+      assert.instanceOf(
+        yield* Effect.flip(service.create(keyActor, workspace, { label: "x", role: "viewer" })),
+        Forbidden
+      )
       assert.instanceOf(yield* Effect.flip(service.revoke(keyActor, workspace, apiKey.id)), Forbidden)
       yield* service.revoke(actor, workspace, apiKey.id)
       assert.isTrue(Option.isNone(yield* resolve(apiKey.secret)))
@@ -150,13 +156,19 @@ describe("project keys", () => {
       const service = yield* ApiKeysService
       const other = yield* owner
       for (const projectId of [ProjectId.make(newId("prj_", 0)), yield* seedProject(other.workspace.organization.id)]) {
-        const error = yield* Effect.flip(service.create(actor, workspace, { label: "ghost", role: "project_viewer", projectId }))
+        const error = yield* Effect.flip(
+          service.create(actor, workspace, { label: "ghost", role: "project_viewer", projectId })
+        )
         assert.instanceOf(error, ValidationFailed)
         assert.deepStrictEqual(error.error.details, { fields: { projectId: ["names no project in this workspace"] } })
       }
       assert.deepStrictEqual((yield* service.list(workspace, {})).data.apiKeys, [])
       const archived = yield* seedProject(workspace.organization.id, "archived")
-      const { apiKey } = yield* service.create(actor, workspace, { label: "old", role: "project_viewer", projectId: archived })
+      const { apiKey } = yield* service.create(actor, workspace, {
+        label: "old",
+        role: "project_viewer",
+        projectId: archived
+      })
       assert.strictEqual(apiKey.servicePrincipal.projectId, archived)
     }).pipe(Effect.provide(TestLayer)))
 })
@@ -172,7 +184,16 @@ describe("coversRole", () => {
     ...scope
   })
   const covered = (grants: ReadonlyArray<Grant>, projectId: string | null = null) =>
-    (["owner", "admin", "builder", "viewer", "billing_admin", "project_admin", "project_builder", "project_viewer"] as const)
+    ([
+      "owner",
+      "admin",
+      "builder",
+      "viewer",
+      "billing_admin",
+      "project_admin",
+      "project_builder",
+      "project_viewer"
+    ] as const)
       .filter((role) => coversRole(grants, role, role.startsWith("project_") ? projectId ?? project : null))
 
   it("an owner covers every role; an admin every role but owner and billing_admin", () => {
@@ -186,13 +207,26 @@ describe("coversRole", () => {
       "project_builder",
       "project_viewer"
     ])
-    assert.deepStrictEqual(covered([on("admin")]), ["admin", "builder", "viewer", "project_admin", "project_builder", "project_viewer"])
+    assert.deepStrictEqual(covered([on("admin")]), [
+      "admin",
+      "builder",
+      "viewer",
+      "project_admin",
+      "project_builder",
+      "project_viewer"
+    ])
     assert.deepStrictEqual(covered([on("admin", { kind: "account_cascade" })]), covered([on("admin")]))
   })
 
   it("lesser roles cover only what they hold", () => {
     // The matrix gives a builder every project-scoped permission, so it covers project_admin too.
-    assert.deepStrictEqual(covered([on("builder")]), ["builder", "viewer", "project_admin", "project_builder", "project_viewer"])
+    assert.deepStrictEqual(covered([on("builder")]), [
+      "builder",
+      "viewer",
+      "project_admin",
+      "project_builder",
+      "project_viewer"
+    ])
     assert.deepStrictEqual(covered([on("billing_admin")]), ["billing_admin"])
     assert.deepStrictEqual(covered([on("viewer")]), ["viewer", "project_viewer"])
   })

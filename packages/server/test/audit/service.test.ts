@@ -181,7 +181,8 @@ describe("AuditService", () => {
       yield* seedVariedLog(workspace.organization.id, { actorType: "user", actorId: owner.userId })
       const all = yield* entriesOf(owner, workspace)
       assert.lengthOf(all, 7)
-      const types = (query: AuditListQueryType) => Effect.map(entriesOf(owner, workspace, query), (es) => es.map((e) => e.eventType))
+      const types = (query: AuditListQueryType) =>
+        Effect.map(entriesOf(owner, workspace, query), (es) => es.map((e) => e.eventType))
 
       // Newest first: the creation entries (t = 0) last; the two at 1002 ms in minting order reversed.
       assert.deepStrictEqual(all.map((e) => e.eventType), [
@@ -222,7 +223,11 @@ describe("AuditService", () => {
 
       assert.deepStrictEqual(yield* types({ category: "projects", actorType: "user" }), ["project.created"])
       assert.deepStrictEqual(
-        yield* types({ subjectKind: "project", subjectId: "prj_01J000000000000000000000PA", eventType: "project.archived" }),
+        yield* types({
+          subjectKind: "project",
+          subjectId: "prj_01J000000000000000000000PA",
+          eventType: "project.archived"
+        }),
         ["project.archived"]
       )
       assert.deepStrictEqual(yield* types({ actorId: owner.userId, category: "membership", from: new Date(1) }), [
@@ -241,16 +246,24 @@ describe("AuditService", () => {
       const workspace = yield* newWorkspace(owner)
       yield* seedVariedLog(workspace.organization.id, { actorType: "user", actorId: owner.userId })
       const at = (ms: number) => new Date(ms)
-      const types = (query: AuditListQueryType) => Effect.map(entriesOf(owner, workspace, query), (es) => es.map((e) => e.eventType))
+      const types = (query: AuditListQueryType) =>
+        Effect.map(entriesOf(owner, workspace, query), (es) => es.map((e) => e.eventType))
 
-      assert.deepStrictEqual(yield* types({ from: at(1002), to: at(1002) }), ["project.archived", "subscription.updated"])
+      assert.deepStrictEqual(yield* types({ from: at(1002), to: at(1002) }), [
+        "project.archived",
+        "subscription.updated"
+      ])
       assert.deepStrictEqual(yield* types({ from: at(1001), to: at(1002) }), [
         "project.archived",
         "subscription.updated",
         "api_key.created"
       ])
       assert.deepStrictEqual(yield* types({ from: at(1003) }), ["member.role_changed"])
-      assert.deepStrictEqual(yield* types({ to: at(1000) }), ["project.created", "membership.added", "organization.created"])
+      assert.deepStrictEqual(yield* types({ to: at(1000) }), [
+        "project.created",
+        "membership.added",
+        "organization.created"
+      ])
       assert.deepStrictEqual(yield* types({ to: at(999) }), ["membership.added", "organization.created"])
       assert.deepStrictEqual(yield* types({ from: at(1004) }), [])
       // from after to: nothing satisfies both bounds, an empty page rather than an error.
@@ -480,9 +493,21 @@ describe("audit query schema", () => {
       to: new Date("2026-01-01T00:00:00.000Z"),
       limit: 100
     })
-    const empty = { category: "", actorId: "", actorType: "", subjectKind: "", subjectId: "", eventType: "", from: "", to: "" }
+    const empty = {
+      category: "",
+      actorId: "",
+      actorType: "",
+      subjectKind: "",
+      subjectId: "",
+      eventType: "",
+      from: "",
+      to: ""
+    }
     assert.deepStrictEqual(Result.getOrThrow(decode(empty)), {})
-    assert.deepStrictEqual(Result.getOrThrow(decode({ ...empty, category: "billing", limit: "1" })), { category: "billing", limit: 1 })
+    assert.deepStrictEqual(Result.getOrThrow(decode({ ...empty, category: "billing", limit: "1" })), {
+      category: "billing",
+      limit: 1
+    })
     // What the typed client sends: instants as UTC with milliseconds, absent filters absent.
     assert.deepStrictEqual(
       Schema.encodeSync(Schema.Struct(AuditListQuery))({ from: new Date(Date.UTC(2026, 0, 1)), category: "billing" }),

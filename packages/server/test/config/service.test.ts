@@ -7,7 +7,7 @@ import { type Actor, EnvironmentId, type OrgId } from "@cp/domain"
 import { EnvironmentsRepo, EventLogRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { BUILTIN_SETTING_DEFAULTS, type ConfigTarget, ConfigService, matchesType } from "../../src/config/service.ts"
+import { BUILTIN_SETTING_DEFAULTS, ConfigService, type ConfigTarget, matchesType } from "../../src/config/service.ts"
 import { newId } from "../../src/platform/ids.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
@@ -72,9 +72,13 @@ describe("ConfigService", () => {
       const ghost = { ...childT.ws, projectId: rootT.prj.projectId }
       const e1 = yield* Effect.flip(config.listSettings(ghost, {}))
       assert.strictEqual(e1.error.message, "Project not found")
-      const e2 = yield* Effect.flip(config.listFeatureFlags({ ...childT.prj, environmentId: rootT.env.environmentId }, {}))
+      const e2 = yield* Effect.flip(
+        config.listFeatureFlags({ ...childT.prj, environmentId: rootT.env.environmentId }, {})
+      )
       assert.strictEqual(e2.error.message, "Environment not found")
-      const e3 = yield* Effect.flip(config.createSetting(owner, childT.ws, { key: "n", value: "x", valueType: "number" }))
+      const e3 = yield* Effect.flip(
+        config.createSetting(owner, childT.ws, { key: "n", value: "x", valueType: "number" })
+      )
       assert.deepStrictEqual(e3.error.details, { fields: { value: ["must be a number value"] } })
       const e4 = yield* Effect.flip(config.createSetting(owner, childT.ws, { key: "n", value: 1, overridable: false }))
       assert.hasAllKeys((e4.error.details as any).fields, ["overridable"])
@@ -89,8 +93,14 @@ describe("ConfigService", () => {
       const config = yield* ConfigService
       const { owner, childT, rootT } = yield* setup
       const from = (target: ConfigTarget, key = "walk") =>
-        Effect.map(config.resolveSetting(target, key), ({ setting }) => [setting.inheritedFrom.scopeKind, setting.value])
-      assert.deepStrictEqual(yield* from(childT.env, "audit.retentionDays"), ["default", BUILTIN_SETTING_DEFAULTS["audit.retentionDays"]!.value])
+        Effect.map(
+          config.resolveSetting(target, key),
+          ({ setting }) => [setting.inheritedFrom.scopeKind, setting.value]
+        )
+      assert.deepStrictEqual(yield* from(childT.env, "audit.retentionDays"), [
+        "default",
+        BUILTIN_SETTING_DEFAULTS["audit.retentionDays"]!.value
+      ])
       const none = yield* Effect.flip(config.resolveSetting(childT.env, "walk"))
       assert.strictEqual(none.error.details["key"], "walk")
       const account = yield* config.createSetting(owner, rootT.ws, { key: "walk", value: "account" })
@@ -140,7 +150,11 @@ describe("ConfigService", () => {
       const { owner, child, childT } = yield* setup
       const { setting } = yield* config.createSetting(owner, childT.env, { key: "e", value: "v1" })
       yield* config.updateSetting(owner, childT.env, setting.id, { value: "v2", visibility: "masked" })
-      const { featureFlag } = yield* config.createFeatureFlag(owner, childT.prj, { key: "f", enabled: true, value: "fv" })
+      const { featureFlag } = yield* config.createFeatureFlag(owner, childT.prj, {
+        key: "f",
+        enabled: true,
+        value: "fv"
+      })
       yield* config.updateFeatureFlag(owner, childT.prj, featureFlag.id, { enabled: false })
       const events = yield* (yield* EventLogRepo).listEvents({ orgId: child.id })
       const mine = events.filter((e) => e.type === "settings.updated" || e.type === "feature.updated")

@@ -3,13 +3,13 @@
  * by hand (start → provider consent → callback). IdentityService is a small recording stand-in over the memory
  * users table; the HTTP end-to-end version runs against the full server.
  */
-import { createSecretKey } from "node:crypto"
 import type { LoginResult, NotFound, PreconditionFailed, UserId } from "@cp/domain"
 import { OAuthRepo, Transactor, UsersRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Clock, Context, Effect, Exit, Layer, Logger, Option } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
+import { createSecretKey } from "node:crypto"
 import {
   OAUTH_STATE_TTL_MS,
   type OAuthCallbackQuery,
@@ -20,7 +20,7 @@ import { IdentityService, normalizeEmail } from "../../src/identity/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { mint } from "../../src/platform/ids.ts"
 import { ServerKeys } from "../../src/platform/keys.ts"
-import { type FakeProfile, FakeOAuthProvider } from "../support/fakeOAuthProvider.ts"
+import { FakeOAuthProvider, type FakeProfile } from "../support/fakeOAuthProvider.ts"
 
 const PUBLIC_BASE_URL = "http://app.test"
 

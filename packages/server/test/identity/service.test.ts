@@ -47,7 +47,11 @@ const codeFor = (email: string, challengeId: ChallengeId) =>
 const startWithCode = (email: string) =>
   Effect.gen(function*() {
     const challenge = yield* (yield* IdentityService).loginStart(email)
-    return { challengeId: challenge.challengeId, expiresAt: challenge.expiresAt, code: yield* codeFor(email, challenge.challengeId) }
+    return {
+      challengeId: challenge.challengeId,
+      expiresAt: challenge.expiresAt,
+      code: yield* codeFor(email, challenge.challengeId)
+    }
   })
 
 const signIn = (email: string) =>
@@ -207,7 +211,9 @@ describe("IdentityService timing", () => {
       const identity = yield* IdentityService
       const email = "order@example.test"
       const { challengeId, code } = yield* startWithCode(email)
-      for (let i = 0; i < MAX_FAILED_CODES; i++) yield* Effect.flip(identity.loginComplete(challengeId, wrongCode(code)))
+      for (let i = 0; i < MAX_FAILED_CODES; i++) {
+        yield* Effect.flip(identity.loginComplete(challengeId, wrongCode(code)))
+      }
       const result = yield* signIn(email)
       const events = yield* eventsOf(result)
       assert.deepStrictEqual(

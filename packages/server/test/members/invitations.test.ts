@@ -129,7 +129,10 @@ describe("InvitationsService timing", () => {
       const expired = { code: "precondition_failed", reason: "invitation_expired" }
       assert.deepStrictEqual(failure(yield* Effect.flip(invitations.acceptByToken(cy, workspace, token))), expired)
       assert.deepStrictEqual(failure(yield* Effect.flip(invitations.acceptById(cy, created.invitation.id))), expired)
-      assert.deepStrictEqual(failure(yield* Effect.flip(invitations.revoke(owner, workspace, created.invitation.id))), expired)
+      assert.deepStrictEqual(
+        failure(yield* Effect.flip(invitations.revoke(owner, workspace, created.invitation.id))),
+        expired
+      )
       assert.deepStrictEqual((yield* invitations.mine(cy, {})).data.invitations, [])
       // The workspace's own list keeps it, as expired; the status filter agrees.
       const listed = (yield* invitations.list(workspace, {})).data.invitations
@@ -149,7 +152,11 @@ describe("InvitationsService", () => {
     Effect.gen(function*() {
       const { created, mail, token, workspace } = yield* invite("dee@example.test")
       assert.strictEqual(mail.template, "invitation")
-      assert.deepStrictEqual(mail.data, { token, invitationId: created.invitation.id, orgId: workspace.organization.id })
+      assert.deepStrictEqual(mail.data, {
+        token,
+        invitationId: created.invitation.id,
+        orgId: workspace.organization.id
+      })
       assert.include(mail.text, token)
       assert.include(mail.text, `/v1/organizations/${workspace.organization.id}/invitations/accept`)
       assert.deepStrictEqual(created.delivery, { mode: "local_debug", token })
@@ -163,7 +170,10 @@ describe("InvitationsService", () => {
       const owner = yield* signIn("prod-owner@example.test")
       const { organization } = yield* (yield* WorkspacesService).create(owner, { name: "Prod" })
       const workspace = yield* workspaceOf(organization.id, owner)
-      const created = yield* (yield* InvitationsService).create(owner, workspace, { email: "x@example.test", role: "viewer" })
+      const created = yield* (yield* InvitationsService).create(owner, workspace, {
+        email: "x@example.test",
+        role: "viewer"
+      })
       assert.deepStrictEqual(Object.keys(created), ["invitation"])
     }).pipe(Effect.provide(ProductionLayer)))
 
@@ -195,8 +205,14 @@ describe("InvitationsService", () => {
       const { created, workspace, token } = yield* invite("fay@example.test")
       const mallory = yield* signIn("mallory@example.test")
       const notRecipient = { code: "forbidden", reason: "not_recipient" }
-      assert.deepStrictEqual(failure(yield* Effect.flip(invitations.acceptByToken(mallory, workspace, token))), notRecipient)
-      assert.deepStrictEqual(failure(yield* Effect.flip(invitations.acceptById(mallory, created.invitation.id))), notRecipient)
+      assert.deepStrictEqual(
+        failure(yield* Effect.flip(invitations.acceptByToken(mallory, workspace, token))),
+        notRecipient
+      )
+      assert.deepStrictEqual(
+        failure(yield* Effect.flip(invitations.acceptById(mallory, created.invitation.id))),
+        notRecipient
+      )
       assert.deepStrictEqual((yield* invitations.mine(mallory, {})).data.invitations, [])
       // The recipient's address is compared trimmed and lower-cased.
       const fay = yield* signIn("  FAY@example.test ")
@@ -215,7 +231,10 @@ describe("InvitationsService", () => {
       const gus = yield* signIn("gus@example.test")
       const revoked = { code: "precondition_failed", reason: "invitation_revoked" }
       assert.deepStrictEqual(failure(yield* Effect.flip(invitations.acceptByToken(gus, workspace, token))), revoked)
-      assert.deepStrictEqual(failure(yield* Effect.flip(invitations.revoke(owner, workspace, created.invitation.id))), revoked)
+      assert.deepStrictEqual(
+        failure(yield* Effect.flip(invitations.revoke(owner, workspace, created.invitation.id))),
+        revoked
+      )
       assert.deepStrictEqual((yield* invitations.mine(gus, {})).data.invitations, [])
       const unknown = yield* Effect.flip(invitations.acceptByToken(gus, workspace, `${token}x`))
       assert.strictEqual(unknown.error.code, "not_found")

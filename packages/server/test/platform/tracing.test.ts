@@ -1,6 +1,6 @@
 import { Database } from "@cp/persistence"
-import { assert, describe, it, layer } from "@effect/vitest"
 import { NodeHttpServer } from "@effect/platform-node"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { SpanKind } from "@opentelemetry/api"
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, References, Schedule, Schema } from "effect"

@@ -5,14 +5,7 @@
  * Workflow (CI) actors, built here since no route mints them yet, list environments of their bound project and
  * nothing else, through the edge's own workspace resolver and the RBAC decision.
  */
-import {
-  type Actor,
-  type OrgId,
-  type Permission,
-  permissions,
-  PreconditionFailed,
-  type ProjectId,
-} from "@cp/domain"
+import { type Actor, type OrgId, type Permission, permissions, PreconditionFailed, type ProjectId } from "@cp/domain"
 import { EventLogRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Option } from "effect"
@@ -76,7 +69,9 @@ describe("projects service", () => {
       yield* TestClock.adjust(Duration.days(20))
       assert.strictEqual(yield* statusOf(fresh.id), "archived")
 
-      const archivedEvents = (yield* (yield* EventLogRepo).listEvents({ orgId })).filter((e) => e.type === "environment.archived")
+      const archivedEvents = (yield* (yield* EventLogRepo).listEvents({ orgId })).filter((e) =>
+        e.type === "environment.archived"
+      )
       assert.deepStrictEqual(archivedEvents.map((e) => e.subjectId).sort(), [stale.id, fresh.id].sort())
       for (const event of archivedEvents) {
         assert.deepInclude(event, { actorType: "system", actorId: "system", projectId: project.id })
@@ -108,11 +103,17 @@ describe("projects service", () => {
       const { actor, orgId, workspace } = yield* newOwner
       const bound = (yield* projects.create(actor, workspace, { name: "Bound" })).project
       const other = (yield* projects.create(actor, workspace, { name: "Other" })).project
-      const workflow: Actor = { kind: "workflow", subject: "repo:acme/web:ref:refs/heads/main", orgId, projectId: bound.id }
+      const workflow: Actor = {
+        kind: "workflow",
+        subject: "repo:acme/web:ref:refs/heads/main",
+        orgId,
+        projectId: bound.id
+      }
 
       const seen = Option.getOrThrow(yield* resolve(orgId, workflow))
       assert.strictEqual(seen.organization.id, orgId)
-      const allowed = (permission: Permission, projectId?: ProjectId) => decide(seen.grants, permission, projectId).allow
+      const allowed = (permission: Permission, projectId?: ProjectId) =>
+        decide(seen.grants, permission, projectId).allow
       assert.isTrue(allowed("environment.read", bound.id))
       assert.isFalse(allowed("environment.read", other.id))
       assert.isFalse(allowed("environment.read"))

@@ -99,9 +99,15 @@ describe("SecretsService", () => {
       assert.strictEqual(open(kek, stored.sealedValue), PLAINTEXT)
 
       yield* TestClock.adjust(5000)
-      const rotated = (yield* secrets.rotate(actor, workspace, scopes.environment, created.id, { value: `${PLAINTEXT}-2` }))
-        .secret
-      assert.deepStrictEqual(rotated, { ...created, version: 2, lastRotatedAt: new Date(5000), updatedAt: new Date(5000) })
+      const rotated =
+        (yield* secrets.rotate(actor, workspace, scopes.environment, created.id, { value: `${PLAINTEXT}-2` }))
+          .secret
+      assert.deepStrictEqual(rotated, {
+        ...created,
+        version: 2,
+        lastRotatedAt: new Date(5000),
+        updatedAt: new Date(5000)
+      })
       const reStored = Option.getOrThrow(yield* (yield* SecretsRepo).find(workspace.organization.id, created.id))
       assert.strictEqual(open(kek, reStored.sealedValue), `${PLAINTEXT}-2`)
 
@@ -110,14 +116,23 @@ describe("SecretsService", () => {
       assert.deepStrictEqual(revoked, { ...rotated, status: "revoked", updatedAt: new Date(10_000) })
       // DELETE again answers the final state; rotate after revoke is 409.
       assert.deepStrictEqual((yield* secrets.revoke(actor, workspace, scopes.environment, created.id)).secret, revoked)
-      const conflict = yield* flipError(secrets.rotate(actor, workspace, scopes.environment, created.id, { value: "x" }))
+      const conflict = yield* flipError(
+        secrets.rotate(actor, workspace, scopes.environment, created.id, { value: "x" })
+      )
       assert.strictEqual(conflict.tag, "conflict")
 
       const events = yield* (yield* EventLogRepo).listEvents({ orgId: workspace.organization.id })
       const secretEvents = events.filter((event) => event.type === "secrets.updated")
-      assert.deepStrictEqual(secretEvents.map((event) => (event.data as any).change), ["revoked", "rotated", "created"], "newest first")
+      assert.deepStrictEqual(
+        secretEvents.map((event) => (event.data as any).change),
+        ["revoked", "rotated", "created"],
+        "newest first"
+      )
       assert.notInclude(JSON.stringify(events), PLAINTEXT)
-      assert.notInclude(JSON.stringify(yield* (yield* EventLogRepo).listAudit({ orgId: workspace.organization.id } as never)), PLAINTEXT)
+      assert.notInclude(
+        JSON.stringify(yield* (yield* EventLogRepo).listAudit({ orgId: workspace.organization.id } as never)),
+        PLAINTEXT
+      )
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("a duplicate active key in one scope is 409; other scopes and revoked keys are free", () =>
@@ -141,14 +156,21 @@ describe("SecretsService", () => {
       const { actor, workspace, projectId, scopes } = yield* setup
       const input = { secretKey: "K", value: "v", displayName: "K" }
       const missingProject: SecretScope = { kind: "project", projectId: newId("prj_", 0) as ProjectId }
-      const missingEnvironment: SecretScope = { kind: "environment", projectId, environmentId: newId("env_", 0) as EnvironmentId }
+      const missingEnvironment: SecretScope = {
+        kind: "environment",
+        projectId,
+        environmentId: newId("env_", 0) as EnvironmentId
+      }
       for (const scope of [missingProject, missingEnvironment]) {
         assert.strictEqual((yield* flipError(secrets.create(actor, workspace, scope, input))).tag, "not_found")
         assert.strictEqual((yield* flipError(secrets.list(workspace, scope, {}))).tag, "not_found")
       }
       const atProject = (yield* secrets.create(actor, workspace, scopes.project, input)).secret
       for (const scope of [scopes.organization, scopes.environment]) {
-        assert.strictEqual((yield* flipError(secrets.rotate(actor, workspace, scope, atProject.id, { value: "w" }))).tag, "not_found")
+        assert.strictEqual(
+          (yield* flipError(secrets.rotate(actor, workspace, scope, atProject.id, { value: "w" }))).tag,
+          "not_found"
+        )
         assert.strictEqual((yield* flipError(secrets.revoke(actor, workspace, scope, atProject.id))).tag, "not_found")
       }
       const unknown = newId("sec_", 0) as SecretId
@@ -160,9 +182,14 @@ describe("SecretsService", () => {
       const secrets = yield* SecretsService
       const { actor, workspace, scopes } = yield* setup
       const made: Array<string> = []
-      for (const [i, scope] of [scopes.organization, scopes.project, scopes.environment, scopes.organization].entries()) {
+      for (
+        const [i, scope] of [scopes.organization, scopes.project, scopes.environment, scopes.organization].entries()
+      ) {
         yield* TestClock.adjust(1000)
-        made.push((yield* secrets.create(actor, workspace, scope, { secretKey: `KEY_${i}`, value: "v", displayName: "k" })).secret.id)
+        made.push(
+          (yield* secrets.create(actor, workspace, scope, { secretKey: `KEY_${i}`, value: "v", displayName: "k" }))
+            .secret.id
+        )
       }
       const ids = (page: { readonly data: { readonly secrets: ReadonlyArray<{ readonly id: string }> } }) =>
         page.data.secrets.map((secret) => secret.id)
@@ -173,12 +200,20 @@ describe("SecretsService", () => {
       const page1 = yield* secrets.list(workspace, scopes.organization, { scope: "all", limit: 3 })
       assert.deepStrictEqual(ids(page1), [made[3], made[2], made[1]])
       assert.isString(page1.cursor)
-      const page2 = yield* secrets.list(workspace, scopes.organization, { scope: "all", limit: 3, cursor: page1.cursor! })
+      const page2 = yield* secrets.list(workspace, scopes.organization, {
+        scope: "all",
+        limit: 3,
+        cursor: page1.cursor!
+      })
       assert.deepStrictEqual(ids(page2), [made[0]])
       assert.isNull(page2.cursor)
       // The cursor is bound to `scope=all`: without it, it is refused.
-      const rebound = yield* flipError(secrets.list(workspace, scopes.organization, { limit: 3, cursor: page1.cursor! }))
-      assert.deepStrictEqual(rebound.details, { fields: { cursor: ["is not a valid cursor for this list and these filters"] } })
+      const rebound = yield* flipError(
+        secrets.list(workspace, scopes.organization, { limit: 3, cursor: page1.cursor! })
+      )
+      assert.deepStrictEqual(rebound.details, {
+        fields: { cursor: ["is not a valid cursor for this list and these filters"] }
+      })
 
       const notAll = yield* flipError(secrets.list(workspace, scopes.organization, { scope: "project" }))
       assert.strictEqual(notAll.tag, "validation_failed")

@@ -142,10 +142,11 @@ export class FakeOAuthProvider extends Context.Service<FakeOAuthProvider, {
             )
           })
         }),
-        () => Effect.callback<void>((resume) => {
-          server.closeAllConnections()
-          server.close(() => resume(Effect.void))
-        })
+        () =>
+          Effect.callback<void>((resume) => {
+            server.closeAllConnections()
+            server.close(() => resume(Effect.void))
+          })
       )
       const baseUrl = `http://127.0.0.1:${port}`
 

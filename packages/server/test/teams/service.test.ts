@@ -4,13 +4,7 @@
  * its members (`via.kind: "team"`, cascading from an account root, a project grant only in its project) and stop with
  * the team. The layer graph is the server's own (`app.ts`) minus HTTP.
  */
-import {
-  type Actor,
-  type ErrorDetails,
-  type PermissionDecision,
-  ProjectId,
-  type TeamId,
-} from "@cp/domain"
+import { type Actor, type ErrorDetails, type PermissionDecision, ProjectId, type TeamId } from "@cp/domain"
 import { EventLogRepo, RoleBindingsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
@@ -47,8 +41,7 @@ const newOwner = Effect.gen(function*() {
 
 const flipCode = <A, E extends { readonly error: { readonly code: string; readonly details: ErrorDetails } }, R>(
   self: Effect.Effect<A, E, R>
-) =>
-  Effect.map(Effect.flip(self), (error) => error.error)
+) => Effect.map(Effect.flip(self), (error) => error.error)
 
 describe("TeamsService", () => {
   it.effect("create derives a slug unique in the workspace; an explicit taken slug is 409; list pages newest first", () =>
@@ -57,7 +50,13 @@ describe("TeamsService", () => {
       const { actor, orgId } = yield* newOwner
       const workspace = yield* resolve(orgId, actor)
       const first = (yield* teams.create(actor, workspace, { name: "  Platform Team  " })).team
-      assert.deepStrictEqual(first, { id: first.id, name: "Platform Team", slug: "platform-team", status: "active", createdAt: new Date(0) })
+      assert.deepStrictEqual(first, {
+        id: first.id,
+        name: "Platform Team",
+        slug: "platform-team",
+        status: "active",
+        createdAt: new Date(0)
+      })
       yield* TestClock.adjust(1000)
       const second = (yield* teams.create(actor, workspace, { name: "platform team" })).team
       assert.strictEqual(second.slug, "platform-team-2")
@@ -69,7 +68,9 @@ describe("TeamsService", () => {
 
       // Another workspace has its own slugs.
       const other = yield* newOwner
-      const elsewhere = yield* teams.create(other.actor, yield* resolve(other.orgId, other.actor), { name: "Platform Team" })
+      const elsewhere = yield* teams.create(other.actor, yield* resolve(other.orgId, other.actor), {
+        name: "Platform Team"
+      })
       assert.strictEqual(elsewhere.team.slug, "platform-team")
 
       const page1 = yield* teams.list(workspace, { limit: 2 })
@@ -79,7 +80,9 @@ describe("TeamsService", () => {
       assert.deepStrictEqual(page2.data.teams.map((team) => team.id), [first.id])
       assert.isNull(page2.cursor)
       // A cursor of this list is not one of another workspace's.
-      const misuse = yield* flipCode(teams.list(yield* resolve(other.orgId, other.actor), { cursor: page1.cursor ?? "" }))
+      const misuse = yield* flipCode(
+        teams.list(yield* resolve(other.orgId, other.actor), { cursor: page1.cursor ?? "" })
+      )
       assert.strictEqual(misuse.code, "validation_failed")
 
       const events = yield* (yield* EventLogRepo).listEvents({ orgId })
@@ -102,21 +105,40 @@ describe("TeamsService", () => {
       const other = yield* newOwner
       const otherWorkspace = yield* resolve(other.orgId, other.actor)
       assert.strictEqual((yield* flipCode(teams.get(otherWorkspace, team.id))).code, "not_found")
-      assert.strictEqual((yield* flipCode(teams.update(other.actor, otherWorkspace, team.id, { name: "x" }))).code, "not_found")
+      assert.strictEqual(
+        (yield* flipCode(teams.update(other.actor, otherWorkspace, team.id, { name: "x" }))).code,
+        "not_found"
+      )
       assert.strictEqual((yield* flipCode(teams.delete(other.actor, otherWorkspace, team.id))).code, "not_found")
 
-      const renamed = (yield* teams.update(actor, workspace, team.id, { name: "Core Platform", slug: "core-platform" })).team
+      const renamed =
+        (yield* teams.update(actor, workspace, team.id, { name: "Core Platform", slug: "core-platform" })).team
       assert.deepStrictEqual(renamed, { ...team, name: "Core Platform", slug: "core-platform" })
-      assert.deepStrictEqual((yield* teams.update(actor, workspace, team.id, {})).team, renamed, "an empty patch changes nothing")
+      assert.deepStrictEqual(
+        (yield* teams.update(actor, workspace, team.id, {})).team,
+        renamed,
+        "an empty patch changes nothing"
+      )
       assert.strictEqual((yield* flipCode(teams.update(actor, workspace, team.id, { slug: "edge" }))).code, "conflict")
       assert.deepStrictEqual((yield* teams.get(workspace, team.id)).team, renamed)
 
       assert.deepStrictEqual(yield* teams.delete(actor, workspace, team.id), { deleted: true })
       assert.strictEqual((yield* flipCode(teams.get(workspace, team.id))).code, "not_found")
       assert.strictEqual((yield* flipCode(teams.delete(actor, workspace, team.id))).code, "not_found")
-      assert.strictEqual((yield* teams.create(actor, workspace, { name: "x", slug: "core-platform" })).team.slug, "core-platform")
-      const types = (yield* (yield* EventLogRepo).listEvents({ orgId })).map((event) => event.type).filter((t) => t.startsWith("team."))
-      assert.deepStrictEqual([...types].sort(), ["team.created", "team.created", "team.created", "team.deleted", "team.updated"])
+      assert.strictEqual(
+        (yield* teams.create(actor, workspace, { name: "x", slug: "core-platform" })).team.slug,
+        "core-platform"
+      )
+      const types = (yield* (yield* EventLogRepo).listEvents({ orgId })).map((event) => event.type).filter((t) =>
+        t.startsWith("team.")
+      )
+      assert.deepStrictEqual([...types].sort(), [
+        "team.created",
+        "team.created",
+        "team.created",
+        "team.deleted",
+        "team.updated"
+      ])
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("a team's grants reach every member with via team, and stop when the team is deleted", () =>
@@ -131,10 +153,22 @@ describe("TeamsService", () => {
 
       const team = (yield* teams.create(owner, workspace, { name: "Builders" })).team
       for (const member of [alice, bob]) yield* teams.addMember(owner, workspace, team.id, { subjectId: member.userId })
-      const grant = yield* teams.grant(owner, workspace, { teamId: team.id, role: "builder", scopeKind: "organization" })
-      assert.deepStrictEqual(grant, { grant: { teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null } })
+      const grant = yield* teams.grant(owner, workspace, {
+        teamId: team.id,
+        role: "builder",
+        scopeKind: "organization"
+      })
+      assert.deepStrictEqual(grant, {
+        grant: { teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null }
+      })
 
-      const teamVia = { kind: "team", role: "builder", scopeKind: "organization", scopeRef: null, teamId: team.id } as const
+      const teamVia = {
+        kind: "team",
+        role: "builder",
+        scopeKind: "organization",
+        scopeRef: null,
+        teamId: team.id
+      } as const
       const aliceCreate = yield* decisionFor(orgId, alice, "project.create")
       assert.deepStrictEqual(aliceCreate.via, teamVia)
       // A direct grant outranks the team's for a permission both give.
@@ -162,10 +196,21 @@ describe("TeamsService", () => {
       yield* teams.addMember(owner, root, team.id, { subjectId: member.userId })
       yield* teams.grant(owner, root, { teamId: team.id, role: "billing_admin", scopeKind: "account" })
       const project = yield* seedProject(rootId)
-      yield* teams.grant(owner, root, { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: project })
+      yield* teams.grant(owner, root, {
+        teamId: team.id,
+        role: "project_viewer",
+        scopeKind: "project",
+        scopeRef: project
+      })
 
       const onRoot = yield* decisionFor(rootId, member, "billing.manage")
-      assert.deepStrictEqual(onRoot.via, { kind: "team", role: "billing_admin", scopeKind: "account", scopeRef: null, teamId: team.id })
+      assert.deepStrictEqual(onRoot.via, {
+        kind: "team",
+        role: "billing_admin",
+        scopeKind: "account",
+        scopeRef: null,
+        teamId: team.id
+      })
       const onChild = yield* decisionFor(child.id, member, "billing.manage")
       assert.deepStrictEqual(onChild.via, {
         kind: "account_cascade",
@@ -182,7 +227,9 @@ describe("TeamsService", () => {
       assert.isFalse((yield* decisionFor(child.id, member, "project.read", project)).allow)
 
       // Effective access for another subject shows the same provenance.
-      const { permissions } = yield* workspaces.effectiveAccess(owner, yield* resolve(child.id, owner), { subjectId: member.userId })
+      const { permissions } = yield* workspaces.effectiveAccess(owner, yield* resolve(child.id, owner), {
+        subjectId: member.userId
+      })
       const billing = permissions.find((decision) => decision.action === "billing.read")
       assert.strictEqual(billing?.via?.kind, "account_cascade")
       assert.strictEqual(billing?.via?.teamId, team.id)
@@ -214,7 +261,9 @@ describe("TeamsService", () => {
         { scopeRef: ["must be absent unless scopeKind is 'project'"] }
       )
       assert.deepStrictEqual(
-        Object.keys(yield* fieldsOf(child, { teamId: team.id, role: "admin", scopeKind: "project", scopeRef: project })),
+        Object.keys(
+          yield* fieldsOf(child, { teamId: team.id, role: "admin", scopeKind: "project", scopeRef: project })
+        ),
         ["role"]
       )
       assert.deepStrictEqual(
@@ -233,22 +282,44 @@ describe("TeamsService", () => {
       }
       // A team of another workspace is not found, even by an owner.
       const rootTeam = (yield* teams.create(actor, root, { name: "R" })).team
-      const notHere = yield* flipCode(teams.grant(actor, child, { teamId: rootTeam.id, role: "viewer", scopeKind: "organization" }))
+      const notHere = yield* flipCode(
+        teams.grant(actor, child, { teamId: rootTeam.id, role: "viewer", scopeKind: "organization" })
+      )
       assert.strictEqual(notHere.code, "not_found")
 
       // Valid tuples; the same twice is 409; revoke by tuple (scopeRef null or absent alike), then 404.
       yield* teams.grant(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization", scopeRef: null })
-      yield* teams.grant(actor, child, { teamId: team.id, role: "project_admin", scopeKind: "project", scopeRef: project })
-      const again = yield* flipCode(teams.grant(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization" }))
+      yield* teams.grant(actor, child, {
+        teamId: team.id,
+        role: "project_admin",
+        scopeKind: "project",
+        scopeRef: project
+      })
+      const again = yield* flipCode(
+        teams.grant(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization" })
+      )
       assert.strictEqual(again.code, "conflict")
       const listed = yield* teams.listGrants(child, { teamId: team.id })
-      assert.deepStrictEqual(listed.data.grants.map((g) => `${g.role}:${g.scopeRef}`), [`project_admin:${project}`, "viewer:null"])
-      assert.deepStrictEqual(yield* teams.revoke(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization" }), {
-        deleted: true
-      })
-      const gone = yield* flipCode(teams.revoke(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization" }))
+      assert.deepStrictEqual(listed.data.grants.map((g) => `${g.role}:${g.scopeRef}`), [
+        `project_admin:${project}`,
+        "viewer:null"
+      ])
+      assert.deepStrictEqual(
+        yield* teams.revoke(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization" }),
+        {
+          deleted: true
+        }
+      )
+      const gone = yield* flipCode(
+        teams.revoke(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization" })
+      )
       assert.strictEqual(gone.code, "not_found")
-      yield* teams.revoke(actor, child, { teamId: team.id, role: "project_admin", scopeKind: "project", scopeRef: project })
+      yield* teams.revoke(actor, child, {
+        teamId: team.id,
+        role: "project_admin",
+        scopeKind: "project",
+        scopeRef: project
+      })
       assert.deepStrictEqual((yield* teams.listGrants(child, {})).data.grants, [])
       const types = (yield* (yield* EventLogRepo).listEvents({ orgId: childId })).map((event) => event.type)
       assert.deepStrictEqual(types.filter((type) => type.startsWith("team.role.")).sort(), [
@@ -279,7 +350,9 @@ describe("TeamsService", () => {
       const denied = yield* flipCode(teams.grant(admin, asAdmin, ownerTuple))
       assert.deepStrictEqual([denied.code, denied.details], ["forbidden", { reason: "exceeds_caller", role: "owner" }])
       // billing_admin holds billing.manage, which an admin does not.
-      const billing = yield* flipCode(teams.grant(admin, asAdmin, { teamId: team.id, role: "billing_admin", scopeKind: "organization" }))
+      const billing = yield* flipCode(
+        teams.grant(admin, asAdmin, { teamId: team.id, role: "billing_admin", scopeKind: "organization" })
+      )
       assert.deepStrictEqual(billing.details, { reason: "exceeds_caller", role: "billing_admin" })
       assert.isFalse(
         (yield* decisionFor(orgId, admin, "billing.manage")).allow,
@@ -324,7 +397,12 @@ describe("TeamsService", () => {
       const workspace = yield* resolve(orgId, owner)
       const team = (yield* teams.create(owner, workspace, { name: "T" })).team
       const add = (subjectId: string, subjectType?: "user" | "service_principal") =>
-        teams.addMember(owner, workspace, team.id, subjectType === undefined ? { subjectId } : { subjectId, subjectType })
+        teams.addMember(
+          owner,
+          workspace,
+          team.id,
+          subjectType === undefined ? { subjectId } : { subjectId, subjectType }
+        )
 
       const member = userActor()
       yield* seedMembership(orgId, member, undefined)
@@ -339,7 +417,9 @@ describe("TeamsService", () => {
       assert.strictEqual((yield* flipCode(add(other.actor.userId))).code, "not_found", "a member of another workspace")
       for (const [subjectId, subjectType] of [["usr_nope", undefined], [member.userId, "service_principal"]] as const) {
         const error = yield* flipCode(add(subjectId, subjectType))
-        assert.deepStrictEqual([error.code, Object.keys(error.details["fields"] as object)], ["validation_failed", ["subjectId"]])
+        assert.deepStrictEqual([error.code, Object.keys(error.details["fields"] as object)], ["validation_failed", [
+          "subjectId"
+        ]])
       }
 
       const sp = newId("sp_", 0)
@@ -369,10 +449,16 @@ describe("TeamsService", () => {
 
       assert.deepStrictEqual(yield* teams.removeMember(owner, workspace, team.id, sp), { deleted: true })
       for (const subjectId of [sp, "garbage", userActor().userId]) {
-        assert.strictEqual((yield* flipCode(teams.removeMember(owner, workspace, team.id, subjectId))).code, "not_found")
+        assert.strictEqual(
+          (yield* flipCode(teams.removeMember(owner, workspace, team.id, subjectId))).code,
+          "not_found"
+        )
       }
       const missing = newId("team_", 0) as TeamId
       assert.strictEqual((yield* flipCode(teams.listMembers(workspace, missing, {}))).code, "not_found")
-      assert.strictEqual((yield* flipCode(teams.addMember(owner, workspace, missing, { subjectId: member.userId }))).code, "not_found")
+      assert.strictEqual(
+        (yield* flipCode(teams.addMember(owner, workspace, missing, { subjectId: member.userId }))).code,
+        "not_found"
+      )
     }).pipe(Effect.provide(TestLayer)))
 })
