@@ -72,7 +72,7 @@ export const call = (
         : { body: typeof options.body === "string" ? options.body : JSON.stringify(options.body) })
     })
     const text = await response.text()
-    let json: unknown = undefined
+    let json: unknown
     try {
       json = text === "" ? undefined : JSON.parse(text)
     } catch {

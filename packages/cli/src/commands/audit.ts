@@ -27,7 +27,7 @@ const instantFlag = (name: string, description: string) =>
 /** A value as a shell word: bare when safe, else single-quoted. */
 const shellWord = (
   value: string
-) => (/^[A-Za-z0-9_.:@\/-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`)
+) => (/^[A-Za-z0-9_.:@/-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`)
 
 const list = Command.make(
   "list",

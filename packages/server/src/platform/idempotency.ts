@@ -84,7 +84,7 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
   switch (started._tag) {
     case "InFlight":
       return yield* renderError(wireError(Conflict, "A request with this Idempotency-Key is still in progress"))
-    case "Completed":
+    case "Completed": {
       if (started.bodyHash !== bodyHash) {
         return yield* renderError(wireError(ValidationFailed, "Idempotency-Key was used with a different body", {
           header: "Idempotency-Key",
@@ -102,6 +102,7 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
         contentType: "application/json",
         headers: { ...started.headers, "idempotent-replayed": "true" }
       })
+    }
     case "Started": {
       const response = yield* routed.pipe(Effect.onError(() => repo.release(slot)))
       const text = responseText(response)
