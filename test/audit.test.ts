@@ -21,6 +21,7 @@ import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctl } from "./support/cli.ts"
 import { failed, invalidFields, metaOf, nextCursor, ok, type Res, wire } from "./support/envelope.ts"
+import { OpenApiDocument, OpenApiOperation } from "./support/openapi.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
@@ -64,17 +65,6 @@ const assertEntryShape = (entry: typeof AuditEntry.Encoded) => {
 }
 
 const entriesIn = (res: Res) => ok(res, { auditEntries: Schema.Array(AuditEntry) }).auditEntries
-
-/** The part of the OpenAPI document the route check reads. */
-const OpenApiOperation = Schema.Struct({
-  parameters: Schema.Array(
-    Schema.Struct({ in: Schema.String, name: Schema.String, required: Schema.optionalKey(Schema.Boolean) })
-  ),
-  responses: Schema.Record(Schema.String, Schema.Unknown)
-})
-const OpenApiPaths = Schema.Struct({
-  paths: Schema.Record(Schema.String, Schema.Record(Schema.String, Schema.Unknown))
-})
 
 const T0 = Date.parse("2025-06-01T12:00:00.000Z")
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -672,7 +662,7 @@ for (const backend of backends) {
         Effect.gen(function*() {
           const { baseUrl } = yield* TestServer
           const spec = yield* call(baseUrl, "GET", "/openapi.json")
-          const doc = wire(OpenApiPaths, spec.json, spec.text)
+          const doc = wire(OpenApiDocument, spec.json, spec.text)
           const operation = wire(OpenApiOperation, doc.paths["/v1/organizations/{orgId}/audit"]?.["get"])
           assert.isObject(operation)
           const query = operation.parameters.filter((p) => p.in === "query")
