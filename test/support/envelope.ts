@@ -46,8 +46,10 @@ export function ok<const F extends Schema.Struct.Fields>(
 export function ok(res: Res, fieldsOrStatus?: Schema.Struct.Fields | number, status?: number): unknown {
   const expected = typeof fieldsOrStatus === "number" ? fieldsOrStatus : status ?? 200
   assert.strictEqual(res.status, expected, res.text)
+  assert.match(res.headers.get("content-type") ?? "", /^application\/json/)
   const body = wire(SuccessEnvelope, res.json, res.text)
   assert.deepStrictEqual(Object.keys(body).sort(), ["data", "meta"])
+  assert.deepStrictEqual(Object.keys(body.meta).sort(), ["cursor", "requestId"], res.text)
   assert.match(body.meta.requestId, REQUEST_ID)
   assert.strictEqual(res.headers.get("x-request-id"), body.meta.requestId)
   return typeof fieldsOrStatus === "object" ? wire(Schema.Struct(fieldsOrStatus), body.data, res.text) : body.data
@@ -59,6 +61,12 @@ export const dataOf = <const F extends Schema.Struct.Fields>(res: Res, fields: F
 
 /** The `meta` of a success envelope: the request id and the next page's cursor. */
 export const metaOf = (res: Res) => wire(SuccessEnvelope, res.json, res.text).meta
+
+/** A page: the `data` of a success envelope checked against `fields`, and the cursor of the next page. */
+export const pageOf = <const F extends Schema.Struct.Fields>(res: Res, fields: F) => ({
+  data: ok(res, fields),
+  cursor: metaOf(res).cursor
+})
 
 /** The cursor of the next page, which must be there. */
 export const nextCursor = (res: Res): string => {
@@ -82,7 +90,8 @@ export const failed = (res: Res, status: number, code: string): WireError => {
   return body.error
 }
 
-const FieldMessages = Schema.Record(Schema.String, Schema.Array(Schema.String))
+/** `details.fields` of a 422: each invalid field with its messages. */
+export const FieldMessages = Schema.Record(Schema.String, Schema.Array(Schema.String))
 
 /** A 422 `validation_failed` answer's `details.fields`: each invalid field with its messages. */
 export const invalidFields = (res: Res) =>
