@@ -22,7 +22,7 @@ import {
 import { assert, layer, type Vitest } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { randomBytes } from "node:crypto"
-import { failed, FieldMessages, invalidFields, ok, pageOf, type Res, wire } from "./support/envelope.ts"
+import { failed, FieldMessages, invalidFields, ok, okData, pageOf, type Res, wire } from "./support/envelope.ts"
 import { call, clientFor, TestServer, testServer } from "./support/server.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -43,13 +43,6 @@ const DAY = 24 * 60 * MINUTE
 const freshEmail = (tag: string) => `${tag}-${randomBytes(5).toString("hex")}@example.test`
 
 const sortedKeys = (value: object): Array<string> => Object.keys(value).sort()
-
-/** The `data` of a success that is not a page (`meta.cursor` is null), checked against `fields`. */
-const okData = <const F extends Schema.Struct.Fields>(res: Res, fields: F) => {
-  const { cursor, data } = pageOf(res, fields)
-  assert.isNull(cursor)
-  return data
-}
 
 const Messages = { messages: Schema.Array(OutboxMessage) }
 const SecurityEvents = { securityEvents: Schema.Array(SecurityEvent) }

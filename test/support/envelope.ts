@@ -68,6 +68,13 @@ export const pageOf = <const F extends Schema.Struct.Fields>(res: Res, fields: F
   cursor: metaOf(res).cursor
 })
 
+/** The `data` of a success that is not a page (`meta.cursor` is null), checked against `fields`. */
+export const okData = <const F extends Schema.Struct.Fields>(res: Res, fields: F): Schema.Struct<F>["Encoded"] => {
+  const { cursor, data } = pageOf(res, fields)
+  assert.isNull(cursor, res.text)
+  return data
+}
+
 /** The cursor of the next page, which must be there. */
 export const nextCursor = (res: Res): string => {
   const { cursor } = metaOf(res)
