@@ -5,11 +5,11 @@
  */
 import { Organization, Session, User } from "@cp/domain"
 import { Database } from "@cp/persistence"
-import { PgClient } from "@effect/sql-pg"
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { failed, nextCursor, ok, type Res, wire } from "./support/envelope.ts"
+import { scratchDatabaseUrl } from "./support/scratch.ts"
 import { call, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 
@@ -22,21 +22,7 @@ const sessionUserOf = (res: Res) => ok(res, { session: Session, user: User }).us
 /** One scratch database on the `DATABASE_URL` server, dropped (connections and all) when the suite ends. */
 class ScratchDatabase extends Context.Service<ScratchDatabase, { readonly url: string }>()("test/ScratchDatabase") {}
 
-const scratchDatabase = Layer.effect(
-  ScratchDatabase,
-  Effect.gen(function*() {
-    const serverUrl = DATABASE_URL ?? ""
-    const admin = Context.get(yield* Layer.build(Database.layerPostgres(serverUrl)), PgClient.PgClient)
-    const name = `cp_replicas_${randomUUID().replaceAll("-", "")}`
-    yield* Effect.acquireRelease(
-      admin`create database ${admin(name)}`,
-      () => Effect.orDie(admin`drop database if exists ${admin(name)} with (force)`)
-    )
-    const url = new URL(serverUrl)
-    url.pathname = `/${name}`
-    return { url: url.toString() }
-  })
-)
+const scratchDatabase = Layer.effect(ScratchDatabase, Effect.map(scratchDatabaseUrl("cp_replicas"), (url) => ({ url })))
 
 /** A whole server on its own pool over `url`; nothing of it is shared with the other replica. */
 const serverOver = (url: string) => testServerOver(Database.layerPostgres(url))
