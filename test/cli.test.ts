@@ -43,7 +43,7 @@ layer(Layer.merge(testServer("memory"), NodeServices.layer), { excludeTestServic
     return { ...setup, email, token }
   })
 
-  it.effect("login without a terminal stops once the code is mailed; a wrong code: not_found; the right, 0600 file", () =>
+  it.effect("login without a terminal stops once the code is mailed; a wrong code: not_found; right: 0600 file", () =>
     Effect.gen(function*() {
       const { baseUrl, dir, file, fs, run } = yield* configDir
       const email = freshEmail("cli")
