@@ -16,20 +16,14 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomBytes, randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { decisionByAction } from "./support/access.ts"
 import { cpctlAs } from "./support/cli.ts"
-import { failed, invalidFields, metaOf, nextCursor, ok, type Res } from "./support/envelope.ts"
+import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedBinding } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const API_KEY_FIELDS = [
   "createdAt",
@@ -83,7 +77,7 @@ const seedKey = (orgId: string, expiresAt: Date) =>
     return secret
   }).pipe(Effect.orDie)
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `api keys [${backend}]`,
     (it) => {

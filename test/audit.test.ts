@@ -18,20 +18,15 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctl } from "./support/cli.ts"
-import { failed, invalidFields, metaOf, nextCursor, ok, type Res, wire } from "./support/envelope.ts"
+import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res, wire } from "./support/envelope.ts"
 import { OpenApiDocument, OpenApiOperation } from "./support/openapi.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const ENTRY_FIELDS = [
   "actorId",
   "actorType",
@@ -128,7 +123,7 @@ const variedLog = (ownerId: string): ReadonlyArray<Seeded> => [
   }
 ]
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `audit [${backend}]`,
     (it) => {

@@ -23,19 +23,13 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctlAs as cpctl, printed } from "./support/cli.ts"
-import { failed, invalidFields, nextCursor, ok, type Res } from "./support/envelope.ts"
+import { failed, invalidFields, ISO_MS, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, freshEmail, signIn } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const SETTING_KEYS = [
   "createdAt",
   "description",
@@ -101,7 +95,7 @@ const flagRoundTrip = <P extends object>(group: FlagRoutes<P>, params: P, key: s
     assert.deepStrictEqual(flags.data.featureFlags.map((f) => f.id), [featureFlag.id])
   })
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `configuration [${backend}]`,
     (it) => {

@@ -22,15 +22,24 @@ import {
 import { assert, layer, type Vitest } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { randomBytes } from "node:crypto"
-import { failed, FieldMessages, invalidFields, ok, okData, pageOf, type Res, wire } from "./support/envelope.ts"
+import {
+  failed,
+  FieldMessages,
+  invalidFields,
+  ISO_MS,
+  ok,
+  okData,
+  pageOf,
+  type Res,
+  ULID,
+  wire
+} from "./support/envelope.ts"
 import { call, clientFor, TestServer, testServer } from "./support/server.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Wire helpers
 // ---------------------------------------------------------------------------------------------------------
 
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const REQUEST_ID = new RegExp(`^req_${ULID}$`)
 const TOKEN = new RegExp(`^sps_(ses_${ULID})\\.([0-9a-f]{64})$`)
 const CHALLENGE_ID = new RegExp(`^chl_${ULID}$`)

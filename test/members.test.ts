@@ -21,19 +21,13 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { decisionByAction } from "./support/access.ts"
 import { cpctl } from "./support/cli.ts"
-import { failed, invalidFields, metaOf, nextCursor, ok, type Res } from "./support/envelope.ts"
-import { call, clientFor, TestServer, testServer, testServerOver } from "./support/server.ts"
+import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
+import { call, clientFor, sqlBackends, TestServer, testServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const DAY = 24 * 60 * 60 * 1000
 const INVITATION_FIELDS = [
   "acceptedAt",
@@ -206,7 +200,7 @@ const auditOf = (orgId: string) =>
       select event_type, category, subject_id from audit_entries where org_id = ${orgId} order by occurred_at, id`
   }).pipe(Effect.orDie)
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(testServerOver(databaseLayer(backend)), { excludeTestServices: true })(
     `members and invitations [${backend}]`,
     (it) => {

@@ -23,13 +23,11 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import { FakeOAuthProvider, type FakeProfile } from "../packages/server/test/support/fakeOAuthProvider.ts"
-import { failed, invalidFields, okData } from "./support/envelope.ts"
+import { failed, invalidFields, ISO_MS, okData, ULID } from "./support/envelope.ts"
 import { call, clientFor, TestServer, testServer } from "./support/server.ts"
 
 const PUBLIC_BASE_URL = "http://app.test"
 const CALLBACK = `${PUBLIC_BASE_URL}/v1/auth/oauth/acme/callback`
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const REQUEST_ID = new RegExp(`^req_${ULID}$`)
 const TOKEN = new RegExp(`^sps_ses_${ULID}\\.[0-9a-f]{64}$`)
 const DAY = 24 * 60 * 60 * 1000

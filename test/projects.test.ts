@@ -11,21 +11,14 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctlAs as cpctl, printed } from "./support/cli.ts"
-import { failed, invalidFields, nextCursor, ok, type Res } from "./support/envelope.ts"
+import { failed, invalidFields, ISO_MS, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `projects [${backend}]`,
     (it) => {

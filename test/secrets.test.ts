@@ -15,18 +15,12 @@ import { assert, layer } from "@effect/vitest"
 import { Cause, Effect, Layer, Logger, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes, randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctlRun, printed, tokenEnv } from "./support/cli.ts"
-import { failed, invalidFields, metaOf, nextCursor, ok, type Res } from "./support/envelope.ts"
+import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
-
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 /** The server's KEK, set explicitly so the test can open what it stored. */
 const KEK_BASE64 = randomBytes(32).toString("base64")
@@ -58,7 +52,7 @@ const secretOf = (res: Res) => ok(res, { secret: Secret }).secret
 const secretsOf = (res: Res) => ok(res, { secrets: Schema.Array(Secret) }).secrets
 const printedSecret = (run: { readonly stdout: string }) => printed(run, { secret: Secret }).secret
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(
     // SMTP_URL names a closed port: every sign-in mail fails to send and the server logs it, which proves the
     // capture sees the server's own log lines.
@@ -197,13 +191,25 @@ for (const backend of backends) {
         }
       }))
 
+    /** The secret at each scope, rotated once: the rotate answer beside each. */
+    const rotatedAtEachScope = Effect.gen(function*() {
+      const world = yield* oneAtEachScope
+      const rotations = []
+      for (const made of world.made) {
+        const rotated = secretOf(
+          yield* world.api("POST", `${made.prefix}/config/secrets/${made.created.id}/rotate`, {
+            value: `rotated-${made.scopeKind}`
+          })
+        )
+        rotations.push({ ...made, rotated })
+      }
+      return { ...world, rotations }
+    })
+
     it.effect("rotating a secret bumps its version and stamps lastRotatedAt, at each scope", () =>
       Effect.gen(function*() {
-        const { api, made } = yield* oneAtEachScope
-        for (const { created, prefix, scopeKind } of made) {
-          const rotated = secretOf(
-            yield* api("POST", `${prefix}/config/secrets/${created.id}/rotate`, { value: `rotated-${scopeKind}` })
-          )
+        const { rotations } = yield* rotatedAtEachScope
+        for (const { rotated } of rotations) {
           assert.strictEqual(rotated.version, 2)
           assert.match(rotated.lastRotatedAt ?? "", ISO_MS)
           assert.strictEqual(rotated.updatedAt, rotated.lastRotatedAt)
@@ -212,11 +218,8 @@ for (const backend of backends) {
 
     it.effect("revoke answers the final state, again the same; a revoked secret is unlisted, not rotated (409)", () =>
       Effect.gen(function*() {
-        const { api, made } = yield* oneAtEachScope
-        for (const { created, prefix, scopeKind } of made) {
-          const rotated = secretOf(
-            yield* api("POST", `${prefix}/config/secrets/${created.id}/rotate`, { value: `rotated-${scopeKind}` })
-          )
+        const { api, rotations } = yield* rotatedAtEachScope
+        for (const { created, prefix, rotated } of rotations) {
           const revoked = secretOf(yield* api("DELETE", `${prefix}/config/secrets/${created.id}`))
           assert.deepStrictEqual(revoked, { ...rotated, status: "revoked", updatedAt: revoked.updatedAt })
           assert.deepStrictEqual(secretOf(yield* api("DELETE", `${prefix}/config/secrets/${created.id}`)), revoked)

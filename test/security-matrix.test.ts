@@ -44,15 +44,11 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { HttpApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { ok, type Res, wire } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, TestServer, testServerOver } from "./support/server.ts"
+import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
-
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
 
 /** A configured OAuth provider, so its start route answers (302) rather than 404. Nothing is ever fetched from it. */
 const OAUTH_ENV = {
@@ -597,7 +593,7 @@ describe("security matrix fixtures", () => {
   })
 })
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(WorldLive.pipe(Layer.provideMerge(testServerOver(databaseLayer(backend), OAUTH_ENV))), {
     excludeTestServices: true
   })(`security matrix [${backend}]`, (it) => {

@@ -21,20 +21,14 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { decisionByAction } from "./support/access.ts"
 import { cpctlAs as cpctl, printed } from "./support/cli.ts"
-import { failed, invalidFields, metaOf, nextCursor, ok, type Res } from "./support/envelope.ts"
+import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedBinding, seedMember } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const projectId = () => newId("prj_", Date.now())
 
 const teamOf = (res: Res) => ok(res, { team: Team }).team
@@ -44,7 +38,7 @@ const grantsOf = (res: Res) => ok(res, { grants: Schema.Array(TeamRoleGrant) }).
 /** The fields a 422 answer names, sorted. */
 const fieldsOf = (res: Res) => Object.keys(invalidFields(res)).sort()
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `teams [${backend}]`,
     (it) => {

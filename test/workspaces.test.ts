@@ -14,19 +14,13 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
 import { decisionByAction, decisionsOf } from "./support/access.ts"
-import { failed, invalidFields, metaOf, ok, type Res } from "./support/envelope.ts"
+import { failed, invalidFields, ISO_MS, metaOf, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 
 const serverWithDatabase = (backend: Exclude<Backend, "memory">) => testServerOver(databaseLayer(backend))
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const unique = () => randomUUID().replaceAll("-", "").slice(0, 10)
 
 /** The spec's Workspace fields, each well formed. */
@@ -46,7 +40,7 @@ const assertOrganizationShape = (org: typeof Organization.Encoded) => {
 const organizationOf = (res: Res) => ok(res, { organization: Organization }).organization
 const organizationsOf = (res: Res) => ok(res, { organizations: Schema.Array(Organization) }).organizations
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(serverWithDatabase(backend), { excludeTestServices: true })(`workspaces [${backend}]`, (it) => {
     const create = (baseUrl: string, token: string, body: unknown) =>
       call(baseUrl, "POST", "/v1/organizations", { token, body })

@@ -9,7 +9,12 @@ import { Result, Schema } from "effect"
 
 export type Res = { readonly status: number; readonly headers: Headers; readonly text: string; readonly json: unknown }
 
-const REQUEST_ID = /^req_[0-9A-HJKMNP-TV-Z]{26}$/
+/** A ULID, the tail of every prefixed id (`org_…`, `req_…`), as a pattern to build regular expressions from. */
+export const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
+/** A timestamp on the wire: ISO 8601, UTC, with milliseconds. */
+export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+const REQUEST_ID = new RegExp(`^req_${ULID}$`)
 
 /** `value` checked against the wire form of `schema` (failing the test with the schema's issue otherwise). */
 export const wire = <S extends Schema.Top>(schema: S, value: unknown, context?: string): S["Encoded"] => {
