@@ -55,10 +55,11 @@ const CHARGE_BUCKET = `
             where b.key = $7 and not exists (select 1 from charged)`
 
 /** `ChallengesRepo.insert`, `SecurityEventsRepo.insert` and `OutboxRepo.insert`. */
-const INSERT_CHALLENGE =
-  `insert into login_challenges ("id","email","code_hash","expires_at","failed_attempts","consumed_at","created_at") VALUES ($1,$2,$3,$4,$5,$6,$7)`
-const INSERT_SECURITY_EVENT =
-  `insert into security_events ("id","user_id","email","event_type","outcome","occurred_at","request_id","ip","user_agent","metadata") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`
+const INSERT_CHALLENGE = "insert into login_challenges " +
+  `("id","email","code_hash","expires_at","failed_attempts","consumed_at","created_at") VALUES ($1,$2,$3,$4,$5,$6,$7)`
+const INSERT_SECURITY_EVENT = "insert into security_events " +
+  `("id","user_id","email","event_type","outcome","occurred_at","request_id","ip","user_agent","metadata") ` +
+  "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)"
 const INSERT_OUTBOX = `
             insert into mail_outbox (id, to_address, template, subject, text, data, created_at)
             values ($1, $2, $3, $4, $5, $6, $7)`

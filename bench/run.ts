@@ -21,6 +21,7 @@
  *   each measured run are printed after the tables.
  */
 import autocannon from "autocannon"
+import { Schema } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises"
@@ -263,7 +264,7 @@ const sampleRss = (pid: number) => {
 interface Answer {
   readonly status: number
   readonly requestIdHeader: string | null
-  readonly json: any
+  readonly json: unknown
 }
 
 const call = async (method: string, url: string, options: { token?: string; body?: unknown } = {}): Promise<Answer> => {
@@ -286,12 +287,38 @@ const call = async (method: string, url: string, options: { token?: string; body
   return { status: response.status, requestIdHeader: response.headers.get("x-request-id"), json }
 }
 
-const expect2xx = (what: string, answer: Answer): any => {
+/**
+ * The body of a 2xx answer, checked against the part of its shape the bench reads (the very value, so keys the
+ * schema does not name stay visible to the shape comparison); throws otherwise.
+ */
+const expect2xx = <S extends Schema.Top>(what: string, answer: Answer, shape: S): S["Encoded"] => {
   if (answer.status < 200 || answer.status > 299) {
     throw new Error(`${what}: HTTP ${answer.status} ${JSON.stringify(answer.json)}`)
   }
+  if (!Schema.is(Schema.toEncoded(shape))(answer.json)) {
+    throw new Error(`${what}: unexpected body ${JSON.stringify(answer.json)}`)
+  }
   return answer.json
 }
+
+/** The parts of the answers the sign-in and the pre-flight checks read (of our server and of the baseline alike). */
+const LoginStartBody = Schema.Struct({
+  data: Schema.Struct({
+    challengeId: Schema.String,
+    delivery: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
+  })
+})
+const OutboxBody = Schema.Struct({
+  data: Schema.Struct({ messages: Schema.Array(Schema.Struct({ data: Schema.Record(Schema.String, Schema.Unknown) })) })
+})
+const LoginCompleteBody = Schema.Struct({ data: Schema.Struct({ token: Schema.String }) })
+const OrganizationsBody = Schema.Struct({
+  data: Schema.Struct({ organizations: Schema.Array(Schema.Struct({ id: Schema.String })) })
+})
+const OrganizationBody = Schema.Struct({
+  data: Schema.Struct({ organization: Schema.Struct({ id: Schema.String }) }),
+  meta: Schema.Struct({ requestId: Schema.String })
+})
 
 interface Credentials {
   readonly token: string
@@ -300,37 +327,49 @@ interface Credentials {
 
 /** Email sign-in through the dev outbox (contract §2), then the user's first workspace. */
 const signIn = async (base: string, email: string): Promise<Credentials> => {
-  const start = expect2xx("login start", await call("POST", `${base}/v1/auth/login/start`, { body: { email } }))
-  const outbox = expect2xx("dev outbox", await call("GET", `${base}/v1/dev/outbox?to=${encodeURIComponent(email)}`))
-  const code = outbox?.data?.messages?.[0]?.data?.code
-  if (typeof code !== "string") throw new Error(`dev outbox: no login code for ${email}: ${JSON.stringify(outbox)}`)
-  const complete = expect2xx(
-    "login complete",
-    await call("POST", `${base}/v1/auth/login/complete`, { body: { challengeId: start?.data?.challengeId, code } })
+  const start = expect2xx(
+    "login start",
+    await call("POST", `${base}/v1/auth/login/start`, { body: { email } }),
+    LoginStartBody
   )
-  const token = complete?.data?.token
-  if (typeof token !== "string") throw new Error(`login complete: no token: ${JSON.stringify(complete)}`)
-  const list = expect2xx("list organizations", await call("GET", `${base}/v1/organizations`, { token }))
-  const orgId = list?.data?.organizations?.[0]?.id
-  if (typeof orgId !== "string") throw new Error(`list organizations: no workspace: ${JSON.stringify(list)}`)
+  const outbox = expect2xx(
+    "dev outbox",
+    await call("GET", `${base}/v1/dev/outbox?to=${encodeURIComponent(email)}`),
+    OutboxBody
+  )
+  const code = outbox.data.messages[0]?.data["code"]
+  if (typeof code !== "string") throw new Error(`dev outbox: no login code for ${email}: ${JSON.stringify(outbox)}`)
+  const { data: { token } } = expect2xx(
+    "login complete",
+    await call("POST", `${base}/v1/auth/login/complete`, { body: { challengeId: start.data.challengeId, code } }),
+    LoginCompleteBody
+  )
+  const list = expect2xx(
+    "list organizations",
+    await call("GET", `${base}/v1/organizations`, { token }),
+    OrganizationsBody
+  )
+  const orgId = list.data.organizations[0]?.id
+  if (orgId === undefined) throw new Error(`list organizations: no workspace: ${JSON.stringify(list)}`)
   return { token, orgId }
 }
 
 /** One request of each route before loading, so a broken server is reported instead of measured. */
 const preflight = async (base: string, credentials: Credentials, tag: string) => {
   const get = await call("GET", `${base}/v1/organizations/${credentials.orgId}`, { token: credentials.token })
-  const data = expect2xx("GET organization", get)
-  if (data?.data?.organization?.id !== credentials.orgId) {
+  const data = expect2xx("GET organization", get, OrganizationBody)
+  if (data.data.organization.id !== credentials.orgId) {
     throw new Error(`GET organization: wrong body ${JSON.stringify(data)}`)
   }
-  if (get.requestIdHeader === null || get.requestIdHeader !== data?.meta?.requestId) {
+  if (get.requestIdHeader === null || get.requestIdHeader !== data.meta.requestId) {
     throw new Error(`GET organization: x-request-id ${get.requestIdHeader} does not match meta.requestId`)
   }
   const start = expect2xx(
     "login start",
-    await call("POST", `${base}/v1/auth/login/start`, { body: { email: `bench-${tag}-preflight@example.com` } })
+    await call("POST", `${base}/v1/auth/login/start`, { body: { email: `bench-${tag}-preflight@example.com` } }),
+    LoginStartBody
   )
-  if (typeof start?.data?.challengeId !== "string" || !start.data.challengeId.startsWith("chl_")) {
+  if (!start.data.challengeId.startsWith("chl_")) {
     throw new Error(`login start: wrong body ${JSON.stringify(start)}`)
   }
   return {
@@ -563,12 +602,14 @@ const runMode = async (mode: string, database: Database, concurrent: boolean) =>
       const checks = await preflight(started.base, credentials, `${RUN_ID}-${mode}-baseline`)
       if (checks.organization !== oursChecks.organization) {
         notes.push(
-          `${mode}: baseline GET organization differs from ours:\n  ours     ${oursChecks.organization}\n  baseline ${checks.organization}`
+          `${mode}: baseline GET organization differs from ours:\n` +
+            `  ours     ${oursChecks.organization}\n  baseline ${checks.organization}`
         )
       }
       if (checks.loginShape !== oursChecks.loginShape) {
         notes.push(
-          `${mode}: baseline login start body has other fields than ours: ${checks.loginShape} vs ${oursChecks.loginShape}`
+          `${mode}: baseline login start body has other fields than ours: ` +
+            `${checks.loginShape} vs ${oursChecks.loginShape}`
         )
       }
       return started

@@ -9,7 +9,7 @@
  * `events` and `audit_entries` (the rows `EventLog.record` writes), and the cases that need a second member write the
  * role binding straight into the database (the rows an accepted invitation would write).
  */
-import { AuditEntry } from "@cp/domain"
+import { AuditEntry, Organization, WorkspaceRef } from "@cp/domain"
 import { redact } from "@cp/server/platform/events"
 import { newUuid } from "@cp/server/platform/ids"
 import { NodeServices } from "@effect/platform-node"
@@ -18,19 +18,15 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctl } from "./support/cli.ts"
-import { failed, ok, type Res } from "./support/envelope.ts"
+import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res, wire } from "./support/envelope.ts"
+import { OpenApiDocument, OpenApiOperation } from "./support/openapi.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const ENTRY_FIELDS = [
   "actorId",
   "actorType",
@@ -51,7 +47,7 @@ const ENTRY_FIELDS = [
 ]
 
 /** Every entry has exactly the spec's fields, well formed, and a payload with no sensitive value left in it. */
-const assertEntryShape = (entry: any) => {
+const assertEntryShape = (entry: typeof AuditEntry.Encoded) => {
   assert.deepStrictEqual(Object.keys(entry).sort(), ENTRY_FIELDS)
   assert.deepStrictEqual(Object.keys(entry.subject).sort(), ["id", "kind", "name"])
   assert.match(entry.id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
@@ -62,6 +58,8 @@ const assertEntryShape = (entry: any) => {
   assert.isObject(entry.payload)
   assert.deepStrictEqual(redact(entry.payload), entry.payload, "sensitive fields are redacted")
 }
+
+const entriesIn = (res: Res) => ok(res, { auditEntries: Schema.Array(AuditEntry) }).auditEntries
 
 const T0 = Date.parse("2025-06-01T12:00:00.000Z")
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -125,7 +123,7 @@ const variedLog = (ownerId: string): ReadonlyArray<Seeded> => [
   }
 ]
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `audit [${backend}]`,
     (it) => {
@@ -134,8 +132,8 @@ for (const backend of backends) {
 
       const newWorkspace = (baseUrl: string, token: string, name = "Audited") =>
         Effect.map(call(baseUrl, "POST", "/v1/organizations", { token, body: { name } }), (res) => ({
-          organization: ok(res).organization,
-          requestId: (res.json as any).meta.requestId as string
+          organization: ok(res, { organization: Organization }).organization,
+          requestId: metaOf(res).requestId
         }))
 
       /** `GET /v1/organizations/{ref}/audit?{query}`. */
@@ -149,7 +147,7 @@ for (const backend of backends) {
 
       const entriesOf = (baseUrl: string, token: string, ref: string, query = "") =>
         Effect.map(audit(baseUrl, token, ref, query), (res) => {
-          const entries: Array<any> = ok(res).auditEntries
+          const entries = entriesIn(res)
           entries.forEach(assertEntryShape)
           return entries
         })
@@ -208,19 +206,28 @@ for (const backend of backends) {
           return { owner, organization, seeded }
         })
 
+      /** A fresh user, its workspace "Audited" with the request id that created it, and that workspace's log. */
+      const auditedWorkspace = Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        const { organization: org, requestId } = yield* newWorkspace(baseUrl, user.token, "Audited")
+        const entries = yield* entriesOf(baseUrl, user.token, org.id)
+        return { baseUrl, user, org, requestId, entries }
+      })
+
       it.effect("workspace creation: both entries, with actor, subject and category, newest first", () =>
         Effect.gen(function*() {
-          const { baseUrl } = yield* TestServer
-          const user = yield* newUser(baseUrl)
-          const { organization: org, requestId } = yield* newWorkspace(baseUrl, user.token, "Audited")
+          const { baseUrl, org, requestId, user } = yield* auditedWorkspace
           const res = yield* audit(baseUrl, user.token, org.id)
-          const data = ok(res)
+          const data = ok(res, { auditEntries: Schema.Array(AuditEntry) })
           assert.deepStrictEqual(Object.keys(data), ["auditEntries"])
-          assert.isNull((res.json as any).meta.cursor)
-          const entries: Array<any> = data.auditEntries
+          assert.isNull(metaOf(res).cursor)
+          const entries = data.auditEntries
           entries.forEach(assertEntryShape)
           assert.deepStrictEqual(entries.map((e) => e.eventType), ["membership.added", "organization.created"])
           const [added, created] = entries
+          assert.isDefined(added)
+          assert.isDefined(created)
           assert.isAtLeast(Date.parse(added.occurredAt), Date.parse(created.occurredAt))
           for (const entry of entries) {
             assert.match(entry.id, UUID)
@@ -250,25 +257,38 @@ for (const backend of backends) {
           assert.match(added.subject.id, /^mem_/)
           assert.deepInclude(added.payload, { subjectType: "user", subjectId: user.user.id, role: "owner" })
           assert.notStrictEqual(added.eventId, created.eventId)
+        }))
 
-          // Any spelling of the workspace reference: the same page. The alias adds workspaceId next to orgId.
+      it.effect("any spelling of the workspace reference lists the same page; the alias adds workspaceId", () =>
+        Effect.gen(function*() {
+          const { baseUrl, entries, org, user } = yield* auditedWorkspace
           for (const ref of [org.slug, org.workspaceRef]) {
-            assert.deepStrictEqual(ok(yield* audit(baseUrl, user.token, ref)).auditEntries, entries)
+            assert.deepStrictEqual(entriesIn(yield* audit(baseUrl, user.token, ref)), entries)
           }
-          const aliased = ok(yield* call(baseUrl, "GET", `/v1/workspaces/${org.slug}/audit`, { token: user.token }))
-          assert.deepStrictEqual(aliased.auditEntries.map((e: any) => e.workspaceId), [
+          const aliased = ok(yield* call(baseUrl, "GET", `/v1/workspaces/${org.slug}/audit`, { token: user.token }), {
+            auditEntries: Schema.Array(Schema.Struct({ ...AuditEntry.fields, workspaceId: WorkspaceRef }))
+          })
+          assert.deepStrictEqual(aliased.auditEntries.map((e) => e.workspaceId), [
             org.workspaceRef,
             org.workspaceRef
           ])
+        }))
 
-          // The Personal workspace of the first sign-in was audited the same way.
+      it.effect("the Personal workspace of the first sign-in is audited the same way", () =>
+        Effect.gen(function*() {
+          const { baseUrl, user } = yield* auditedWorkspace
           const personal = yield* entriesOf(baseUrl, user.token, user.personal.id)
           assert.deepStrictEqual(personal.map((e) => [e.eventType, e.actorId]), [
             ["membership.added", user.user.id],
             ["organization.created", user.user.id]
           ])
+        }))
 
-          // The typed client decodes the same page.
+      it.effect("the typed client decodes the same page, and narrows by category and an exact instant", () =>
+        Effect.gen(function*() {
+          const { baseUrl, entries, org, user } = yield* auditedWorkspace
+          const created = entries[1]
+          assert.isDefined(created)
           const client = yield* clientFor(baseUrl, user.token)
           const typed = yield* client.audit.list({ params: { orgId: org.slug }, query: {} })
           assert.isNull(typed.cursor)
@@ -283,11 +303,17 @@ for (const backend of backends) {
           assert.deepStrictEqual(narrowed.data.auditEntries.map((e) => e.eventType), ["organization.created"])
         }))
 
-      it.effect("each filter narrows alone, and filters combine with AND", () =>
+      /** The varied workspace and its whole log, newest first. */
+      const variedWithAll = Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const varied = yield* variedWorkspace(baseUrl)
+        const all = yield* entriesOf(baseUrl, varied.owner.token, varied.organization.id, "limit=100")
+        return { baseUrl, ...varied, all }
+      })
+
+      it.effect("the varied log lists newest first, seeded entries after the workspace's own", () =>
         Effect.gen(function*() {
-          const { baseUrl } = yield* TestServer
-          const { owner, organization: org, seeded } = yield* variedWorkspace(baseUrl)
-          const all = yield* entriesOf(baseUrl, owner.token, org.id, "limit=100")
+          const { all, seeded } = yield* variedWithAll
           assert.deepStrictEqual(all.map((e) => e.eventType), [
             "membership.added",
             "organization.created",
@@ -298,8 +324,12 @@ for (const backend of backends) {
             "project.created"
           ])
           assert.deepStrictEqual(all.slice(2).map((e) => e.id), [...seeded].reverse())
+        }))
 
-          const cases: ReadonlyArray<readonly [string, (e: any) => boolean]> = [
+      it.effect("each filter narrows alone", () =>
+        Effect.gen(function*() {
+          const { all, baseUrl, organization: org, owner } = yield* variedWithAll
+          const cases: ReadonlyArray<readonly [string, (e: typeof AuditEntry.Encoded) => boolean]> = [
             ["category=projects", (e) => e.category === "projects"],
             ["category=api_keys", (e) => e.category === "api_keys"],
             ["category=membership", (e) => e.category === "membership"],
@@ -323,7 +353,11 @@ for (const backend of backends) {
             assert.isBelow(expected.length, all.length, query)
             assert.deepStrictEqual(got.map((e) => e.id), expected.map((e) => e.id), query)
           }
+        }))
 
+      it.effect("filters combine with AND", () =>
+        Effect.gen(function*() {
+          const { baseUrl, organization: org, owner } = yield* variedWithAll
           const combined: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
             ["category=projects&actorType=workflow", ["project.archived"]],
             ["category=projects&actorType=user", ["project.created"]],
@@ -370,12 +404,10 @@ for (const backend of backends) {
           assert.deepStrictEqual(yield* between(T0 + 3, T0 + 1), [])
         }))
 
-      it.effect("a malformed filter is 422 on that field before anything is charged or queried", () =>
+      it.effect("each malformed filter is 422 naming that field alone", () =>
         Effect.gen(function*() {
           const { baseUrl } = yield* TestServer
-          const sql = yield* SqlClient.SqlClient
           const owner = yield* newUser(baseUrl)
-          const ref = owner.personal.id
           const malformed: ReadonlyArray<readonly [string, string]> = [
             ["category", "API_keys"],
             ["category", "api keys"],
@@ -410,33 +442,39 @@ for (const backend of backends) {
           ]
           for (const [field, value] of malformed) {
             const query = `${field}=${encodeURIComponent(value)}`
-            const error = failed(yield* audit(baseUrl, owner.token, ref, query), 422, "validation_failed")
-            assert.deepStrictEqual(Object.keys(error.details.fields), [field], query)
-            assert.isString(error.details.fields[field][0], query)
+            const fields = invalidFields(yield* audit(baseUrl, owner.token, owner.personal.id, query))
+            assert.deepStrictEqual(Object.keys(fields), [field], query)
+            assert.isString(fields[field]?.[0], query)
           }
-          // Every malformed field at once; a well-formed one beside them is not reported.
-          const many = failed(
-            yield* audit(baseUrl, owner.token, ref, "category=X&actorType=robot&from=now&to=later&actorId=ok&limit=0"),
-            422,
-            "validation_failed"
+        }))
+
+      it.effect("all malformed fields at once are named, a well-formed one beside them not; a filter twice 422", () =>
+        Effect.gen(function*() {
+          const { baseUrl } = yield* TestServer
+          const owner = yield* newUser(baseUrl)
+          const ref = owner.personal.id
+          const many = invalidFields(
+            yield* audit(baseUrl, owner.token, ref, "category=X&actorType=robot&from=now&to=later&actorId=ok&limit=0")
           )
-          assert.deepStrictEqual(Object.keys(many.details.fields).sort(), [
+          assert.deepStrictEqual(Object.keys(many).sort(), [
             "actorType",
             "category",
             "from",
             "limit",
             "to"
           ])
-          // A filter given twice is malformed too.
-          const twice = failed(
-            yield* audit(baseUrl, owner.token, ref, "category=a&category=b"),
-            422,
-            "validation_failed"
-          )
-          assert.deepStrictEqual(Object.keys(twice.details.fields), ["category"])
+          const twice = invalidFields(yield* audit(baseUrl, owner.token, ref, "category=a&category=b"))
+          assert.deepStrictEqual(Object.keys(twice), ["category"])
+        }))
 
+      it.effect("a malformed filter is refused before anything is charged or queried", () =>
+        Effect.gen(function*() {
+          const { baseUrl } = yield* TestServer
+          const sql = yield* SqlClient.SqlClient
+          const owner = yield* newUser(baseUrl)
+          const ref = owner.personal.id
           // More malformed requests than the identity bucket holds, and none of them was charged.
-          for (let i = 0; i < 130 - malformed.length; i++) {
+          for (let i = 0; i < 130; i++) {
             failed(yield* audit(baseUrl, owner.token, ref, "actorType=robot"), 422, "validation_failed")
           }
           const bucket = sql<
@@ -461,7 +499,7 @@ for (const backend of backends) {
           )
           // A cursor from the unfiltered list continues with empty filters, and the other way round.
           const first = yield* audit(baseUrl, owner.token, org.id, "limit=2")
-          const cursor = encodeURIComponent((first.json as any).meta.cursor)
+          const cursor = encodeURIComponent(nextCursor(first))
           const second = yield* entriesOf(baseUrl, owner.token, org.id, `${empty}&limit=2&cursor=${cursor}`)
           assert.deepStrictEqual(second.map((e) => e.id), all.slice(2, 4).map((e) => e.id))
           const emptyFirst = yield* audit(baseUrl, owner.token, org.id, `${empty}&limit=2`)
@@ -469,25 +507,26 @@ for (const backend of backends) {
             baseUrl,
             owner.token,
             org.id,
-            `limit=2&cursor=${encodeURIComponent((emptyFirst.json as any).meta.cursor)}`
+            `limit=2&cursor=${encodeURIComponent(nextCursor(emptyFirst))}`
           )
           assert.deepStrictEqual(again.map((e) => e.id), all.slice(2, 4).map((e) => e.id))
         }))
 
+      /** The varied workspace and the cursor after the first of its `category=projects` entries (limit 1). */
+      const projectsCursor = Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const varied = yield* variedWorkspace(baseUrl)
+        const first = yield* audit(baseUrl, varied.owner.token, varied.organization.id, "category=projects&limit=1")
+        assert.deepStrictEqual(entriesIn(first).map((e) => e.eventType), ["project.archived"])
+        const raw = nextCursor(first)
+        return { baseUrl, ...varied, raw, cursor: encodeURIComponent(raw) }
+      })
+
       it.effect("cursor misuse: other filters, another workspace, another list, tampered: 422 on cursor", () =>
         Effect.gen(function*() {
-          const { baseUrl } = yield* TestServer
-          const { owner, organization: org } = yield* variedWorkspace(baseUrl)
-          const first = yield* audit(baseUrl, owner.token, org.id, "category=projects&limit=1")
-          assert.deepStrictEqual(ok(first).auditEntries.map((e: any) => e.eventType), ["project.archived"])
-          const raw: string = (first.json as any).meta.cursor
-          assert.isString(raw)
-          const cursor = encodeURIComponent(raw)
+          const { baseUrl, cursor, organization: org, owner, raw } = yield* projectsCursor
           const orgsCursor = encodeURIComponent(
-            yield* Effect.map(
-              call(baseUrl, "GET", "/v1/organizations?limit=1", { token: owner.token }),
-              (r) => (r.json as any).meta.cursor
-            )
+            nextCursor(yield* call(baseUrl, "GET", "/v1/organizations?limit=1", { token: owner.token }))
           )
           const tampered = encodeURIComponent(raw.slice(0, -2) + (raw.endsWith("A") ? "BB" : "AA"))
           const misuses: ReadonlyArray<readonly [string, string]> = [
@@ -500,20 +539,23 @@ for (const backend of backends) {
             [org.id, `category=projects&cursor=${tampered}`]
           ]
           for (const [ref, query] of misuses) {
-            const error = failed(yield* audit(baseUrl, owner.token, ref, query), 422, "validation_failed")
-            assert.deepStrictEqual(Object.keys(error.details.fields), ["cursor"], query)
+            assert.deepStrictEqual(Object.keys(invalidFields(yield* audit(baseUrl, owner.token, ref, query))), [
+              "cursor"
+            ], query)
           }
           // An audit cursor on another list is refused there too.
-          const elsewhere = failed(
-            yield* call(baseUrl, "GET", `/v1/organizations?cursor=${cursor}`, { token: owner.token }),
-            422,
-            "validation_failed"
+          const elsewhere = invalidFields(
+            yield* call(baseUrl, "GET", `/v1/organizations?cursor=${cursor}`, { token: owner.token })
           )
-          assert.deepStrictEqual(Object.keys(elsewhere.details.fields), ["cursor"])
-          // The same filters in any order, with another limit: the walk goes on.
+          assert.deepStrictEqual(Object.keys(elsewhere), ["cursor"])
+        }))
+
+      it.effect("a cursor goes on with the same filters in any order and another limit", () =>
+        Effect.gen(function*() {
+          const { baseUrl, cursor, organization: org, owner } = yield* projectsCursor
           const next = yield* audit(baseUrl, owner.token, org.id, `limit=5&cursor=${cursor}&category=projects`)
-          assert.deepStrictEqual(ok(next).auditEntries.map((e: any) => e.eventType), ["project.created"])
-          assert.isNull((next.json as any).meta.cursor)
+          assert.deepStrictEqual(entriesIn(next).map((e) => e.eventType), ["project.created"])
+          assert.isNull(metaOf(next).cursor)
         }))
 
       it.effect("a walk with limit=1 sees every entry exactly once, despite an insert mid-walk", () =>
@@ -533,10 +575,10 @@ for (const backend of backends) {
                   org.id,
                   `${query}&limit=1${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
                 )
-                const entries: Array<any> = ok(page).auditEntries
+                const entries = entriesIn(page)
                 assert.isAtMost(entries.length, 1)
                 seen.push(...entries.map((e) => e.id))
-                cursor = (page.json as any).meta.cursor
+                cursor = metaOf(page).cursor
                 if (++pages === 3 && midWalk !== undefined) yield* midWalk
                 assert.isBelow(pages, 20)
               } while (cursor !== null)
@@ -557,7 +599,7 @@ for (const backend of backends) {
           assert.lengthOf(yield* entriesOf(baseUrl, owner.token, org.id), all.length + 1)
         }))
 
-      it.effect("who may read: owner and admin; viewer, builder, billing_admin 403; strangers 404; no token 401", () =>
+      it.effect("an admin reads what the owner reads, and goes on with the owner's cursor", () =>
         Effect.gen(function*() {
           const { baseUrl } = yield* TestServer
           const { owner, organization: org } = yield* variedWorkspace(baseUrl)
@@ -570,22 +612,32 @@ for (const backend of backends) {
             baseUrl,
             admin.token,
             org.id,
-            `limit=1&cursor=${encodeURIComponent((ownerPage.json as any).meta.cursor)}`
+            `limit=1&cursor=${encodeURIComponent(nextCursor(ownerPage))}`
           )
-          assert.lengthOf(ok(next).auditEntries, 1)
+          assert.lengthOf(entriesIn(next), 1)
+        }))
 
+      it.effect("viewer, builder, billing_admin: 403 naming audit.read, before validation; their own log reads", () =>
+        Effect.gen(function*() {
+          const { baseUrl } = yield* TestServer
+          const { organization: org } = yield* variedWorkspace(baseUrl)
           for (const role of ["viewer", "builder", "billing_admin"]) {
             const member = yield* newUser(baseUrl, role.replace("_", "-"))
             yield* grant(org.id, member.user.id, role)
             ok(yield* call(baseUrl, "GET", `/v1/organizations/${org.id}`, { token: member.token }))
             const error = failed(yield* audit(baseUrl, member.token, org.id), 403, "forbidden")
-            assert.strictEqual(error.details.permission, "audit.read", role)
+            assert.strictEqual(error.details["permission"], "audit.read", role)
             // Permission comes before validation: a malformed filter does not reveal more.
             failed(yield* audit(baseUrl, member.token, org.slug, "actorType=robot"), 403, "forbidden")
             // Its own workspace's log is readable.
             ok(yield* audit(baseUrl, member.token, member.personal.id))
           }
+        }))
 
+      it.effect("a stranger is 404 by any reference, even with a bad filter; no or a bad token 401; POST 405", () =>
+        Effect.gen(function*() {
+          const { baseUrl } = yield* TestServer
+          const { owner, organization: org } = yield* variedWorkspace(baseUrl)
           const stranger = yield* newUser(baseUrl, "stranger")
           for (const ref of [org.id, org.slug, org.workspaceRef]) {
             failed(yield* audit(baseUrl, stranger.token, ref), 404, "not_found")
@@ -604,11 +656,12 @@ for (const backend of backends) {
       it.effect("the OpenAPI document lists the audit route with every filter", () =>
         Effect.gen(function*() {
           const { baseUrl } = yield* TestServer
-          const doc = (yield* call(baseUrl, "GET", "/openapi.json")).json as any
-          const operation = doc.paths["/v1/organizations/{orgId}/audit"]?.get
+          const spec = yield* call(baseUrl, "GET", "/openapi.json")
+          const doc = wire(OpenApiDocument, spec.json, spec.text)
+          const operation = wire(OpenApiOperation, doc.paths["/v1/organizations/{orgId}/audit"]?.["get"])
           assert.isObject(operation)
-          const query = operation.parameters.filter((p: any) => p.in === "query")
-          assert.sameMembers(query.map((p: any) => p.name), [
+          const query = operation.parameters.filter((p) => p.in === "query")
+          assert.sameMembers(query.map((p) => p.name), [
             "category",
             "actorId",
             "actorType",
@@ -620,7 +673,7 @@ for (const backend of backends) {
             "limit",
             "cursor"
           ])
-          assert.isTrue(query.every((p: any) => p.required === false))
+          assert.isTrue(query.every((p) => p.required === false))
           assert.includeMembers(Object.keys(operation.responses), ["200", "401", "403", "404", "422", "429"])
         }))
 
@@ -636,9 +689,12 @@ for (const backend of backends) {
           for (let i = 0; i < 2; i++) {
             const res = yield* audit(baseUrl, owner.token, org.id, "limit=1")
             const error = failed(res, 429, "rate_limited")
-            assert.strictEqual(error.details.scope, "identity")
-            const seconds = error.details.retryAfterSeconds
-            assert.isTrue(Number.isInteger(seconds) && seconds >= 1 && seconds <= 60, String(seconds))
+            assert.strictEqual(error.details["scope"], "identity")
+            const seconds = error.details["retryAfterSeconds"]
+            assert.isTrue(
+              typeof seconds === "number" && Number.isInteger(seconds) && seconds >= 1 && seconds <= 60,
+              String(seconds)
+            )
             assert.strictEqual(res.headers.get("retry-after"), String(seconds))
           }
           // The identity is the principal, across workspaces.
@@ -652,18 +708,23 @@ for (const backend of backends) {
         }))
 
       if (backend === "pglite") {
-        it.effect("cpctl audit list: filters as flags, a table or --json, --limit and --cursor paging", () =>
-          Effect.gen(function*() {
-            const fs = yield* FileSystem.FileSystem
-            const { baseUrl } = yield* TestServer
-            const { owner, organization: org } = yield* variedWorkspace(baseUrl)
-            const env = {
-              CP_BASE_URL: baseUrl,
-              CP_TOKEN: owner.token,
-              CP_CONFIG_DIR: yield* fs.makeTempDirectoryScoped()
-            }
-            const run = (...args: ReadonlyArray<string>) => cpctl(env, ...args)
+        /** The varied workspace, and `cpctl` as its owner against the suite's server. */
+        const cliOnVaried = Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          const { baseUrl } = yield* TestServer
+          const varied = yield* variedWorkspace(baseUrl)
+          const env = {
+            CP_BASE_URL: baseUrl,
+            CP_TOKEN: varied.owner.token,
+            CP_CONFIG_DIR: yield* fs.makeTempDirectoryScoped()
+          }
+          const run = (...args: ReadonlyArray<string>) => cpctl(env, ...args)
+          return { baseUrl, ...varied, env, run }
+        })
 
+        it.effect("cpctl audit list --json with filters as flags decodes as the domain's AuditEntry", () =>
+          Effect.gen(function*() {
+            const { organization: org, run } = yield* cliOnVaried
             const Page = Schema.Struct({
               data: Schema.Struct({ auditEntries: Schema.Array(AuditEntry) }),
               cursor: Schema.NullOr(Schema.String)
@@ -685,7 +746,11 @@ for (const backend of backends) {
               CI
             ]])
             assert.isNull(page.cursor)
+          }))
 
+        it.effect("cpctl audit list prints a table, every filter a flag", () =>
+          Effect.gen(function*() {
+            const { organization: org, owner, run } = yield* cliOnVaried
             const filtered = yield* run(
               "audit",
               "list",
@@ -709,8 +774,11 @@ for (const backend of backends) {
             assert.lengthOf(lines, 2)
             assert.include(lines[1], iso(T0))
             assert.include(lines[1], `project.created  projects  user:${owner.user.id}  project:${PROJECT}`)
+          }))
 
-            // Paging: the hint repeats the filters, since the cursor is bound to them.
+        it.effect("cpctl audit list --limit: the paging hint repeats the filters the cursor is bound to", () =>
+          Effect.gen(function*() {
+            const { organization: org, run } = yield* cliOnVaried
             const first = yield* run("audit", "list", org.workspaceRef, "--category", "projects", "--limit", "1")
             assert.strictEqual(first.exitCode, 0, first.stderr)
             const more = first.stdout.trimEnd().split("\n").at(-1) ?? ""
@@ -723,8 +791,11 @@ for (const backend of backends) {
             assert.strictEqual(second.exitCode, 0, second.stderr)
             assert.include(second.stdout, "project.created")
             assert.notInclude(second.stdout, "More:")
+          }))
 
-            // A malformed filter is refused before any request; wire errors print as `error <code>: <message>`.
+        it.effect("cpctl audit list: a malformed filter is refused before any request; wire errors print a code", () =>
+          Effect.gen(function*() {
+            const { baseUrl, env, organization: org, run } = yield* cliOnVaried
             const bad = yield* run("audit", "list", org.id, "--from", "yesterday")
             assert.notStrictEqual(bad.exitCode, 0)
             assert.include(bad.stdout + bad.stderr, "--from")

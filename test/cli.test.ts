@@ -8,8 +8,9 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Schema } from "effect"
 import { StoredCredentials } from "../packages/cli/src/credentials.ts"
 import { cpctl } from "./support/cli.ts"
+import { okData } from "./support/envelope.ts"
 import { call, TestServer, testServer } from "./support/server.ts"
-import { freshEmail } from "./support/session.ts"
+import { freshEmail, signIn } from "./support/session.ts"
 
 /** Decodes what `--json` printed (or a file holds) with the domain's own schema. */
 const parse = <S extends Schema.Codec<unknown, unknown>>(schema: S, json: string): S["Type"] =>
@@ -20,12 +21,31 @@ const Outbox = Schema.Struct({
 })
 
 layer(Layer.merge(testServer("memory"), NodeServices.layer), { excludeTestServices: true })("cpctl", (it) => {
-  it.effect("signs in, manages workspaces, prints wire errors, and logs out", () =>
+  /** A fresh config directory (not created yet), and `cpctl` run with only it in its environment. */
+  const configDir = Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const { baseUrl } = yield* TestServer
+    const dir = `${yield* fs.makeTempDirectoryScoped()}/cpctl`
+    const run = (...args: ReadonlyArray<string>) => cpctl({ CP_CONFIG_DIR: dir }, ...args)
+    return { fs, baseUrl, dir, file: `${dir}/credentials.json`, run }
+  })
+
+  /** A user signed in over HTTP, its session stored in the config directory as `cpctl login` stores it. */
+  const loggedIn = Effect.gen(function*() {
+    const setup = yield* configDir
+    const { baseUrl, dir, file, fs } = setup
+    const email = freshEmail("cli")
+    const { token } = yield* signIn(baseUrl, { email })
+    yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
+    yield* fs.writeFileString(file, Schema.encodeSync(Schema.fromJsonString(StoredCredentials))({ baseUrl, token }), {
+      mode: 0o600
+    })
+    return { ...setup, email, token }
+  })
+
+  it.effect("login without a terminal stops once the code is mailed; a wrong code: not_found; right: 0600 file", () =>
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const { baseUrl } = yield* TestServer
-      const dir = `${yield* fs.makeTempDirectoryScoped()}/cpctl`
-      const run = (...args: ReadonlyArray<string>) => cpctl({ CP_CONFIG_DIR: dir }, ...args)
+      const { baseUrl, dir, file, fs, run } = yield* configDir
       const email = freshEmail("cli")
 
       // Without a terminal, login stops once the code is sent; --challenge and --code finish it.
@@ -46,14 +66,16 @@ layer(Layer.merge(testServer("memory"), NodeServices.layer), { excludeTestServic
       const login = yield* finish(code)
       assert.strictEqual(login.exitCode, 0, login.stderr)
       assert.include(login.stdout, `Signed in to ${baseUrl} as ${email}`)
-      const file = `${dir}/credentials.json`
       const stored = parse(StoredCredentials, yield* fs.readFileString(file))
       assert.strictEqual(stored.baseUrl, baseUrl)
       assert.match(stored.token, /^sps_ses_/)
       assert.strictEqual((yield* fs.stat(file)).mode & 0o777, 0o600)
       assert.strictEqual((yield* fs.stat(dir)).mode & 0o777, 0o700)
+    }))
 
-      // No --base-url from here on: the server and token come from the credentials file.
+  it.effect("signed in, whoami and workspaces create, list and get take the server and token from the file", () =>
+    Effect.gen(function*() {
+      const { email, run } = yield* loggedIn
       const whoami = yield* run("whoami")
       assert.strictEqual(whoami.exitCode, 0, whoami.stderr)
       assert.include(whoami.stdout, email)
@@ -73,7 +95,15 @@ layer(Layer.merge(testServer("memory"), NodeServices.layer), { excludeTestServic
 
       const got = yield* run("--json", "workspaces", "get", organization.workspaceRef)
       assert.deepStrictEqual(parse(Schema.Struct({ organization: Organization }), got.stdout), { organization })
+    }))
 
+  it.effect("wire errors print as `error <code>: <message>` on stderr, exit 1", () =>
+    Effect.gen(function*() {
+      const { baseUrl, run, token } = yield* loggedIn
+      const { organization } = okData(
+        yield* call(baseUrl, "POST", "/v1/organizations", { token, body: { name: "Acme Corp" } }),
+        { organization: Organization, membership: Membership }
+      )
       assert.deepStrictEqual(yield* run("workspaces", "get", "no-such-workspace"), {
         stdout: "",
         stderr: "error not_found: Workspace not found\n",
@@ -82,11 +112,15 @@ layer(Layer.merge(testServer("memory"), NodeServices.layer), { excludeTestServic
       const taken = yield* run("workspaces", "create", "Again", "--slug", organization.slug)
       assert.strictEqual(taken.exitCode, 1)
       assert.match(taken.stderr, /^error conflict: /)
+    }))
 
+  it.effect("logout removes the credentials file and ends the session", () =>
+    Effect.gen(function*() {
+      const { baseUrl, file, fs, run, token } = yield* loggedIn
       const logout = yield* run("logout")
       assert.strictEqual(logout.exitCode, 0, logout.stderr)
       assert.isFalse(yield* fs.exists(file))
-      const signedOut = yield* run("whoami", "--base-url", baseUrl, "--token", stored.token)
+      const signedOut = yield* run("whoami", "--base-url", baseUrl, "--token", token)
       assert.strictEqual(signedOut.exitCode, 1)
       assert.match(signedOut.stderr, /^error unauthenticated: /)
     }))

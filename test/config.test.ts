@@ -5,25 +5,31 @@
  * workspace → account → default, the account guardrail at every scope, masked values hidden from a viewer, and events
  * and audit entries that carry no values. Runs on PGlite, and on PostgreSQL too when `DATABASE_URL` is set.
  */
-import { Conflict, NotFound } from "@cp/domain"
+import {
+  AuditEntry,
+  Conflict,
+  Environment,
+  EnvironmentId,
+  FeatureFlag,
+  type FeatureFlagId,
+  NotFound,
+  Organization,
+  ProjectId,
+  ResolvedSetting,
+  Setting
+} from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
-import { cpctlAs as cpctl } from "./support/cli.ts"
-import { failed, ok } from "./support/envelope.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
+import { cpctlAs as cpctl, printed } from "./support/cli.ts"
+import { failed, invalidFields, ISO_MS, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, freshEmail, signIn } from "./support/session.ts"
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const SETTING_KEYS = [
   "createdAt",
   "description",
@@ -49,12 +55,47 @@ const FLAG_KEYS = [
   "updatedAt",
   "value"
 ]
-/** One client method of any of the three scope groups, called with that group's params. */
-const loose = (method: unknown) => method as (request: object) => Effect.Effect<any>
-
 const key = (prefix = "k") => `${prefix}.${randomUUID().slice(0, 8)}`
 
-for (const backend of backends) {
+const settingOf = (res: Res) => ok(res, { setting: Setting }).setting
+const settingsOf = (res: Res) => ok(res, { settings: Schema.Array(Setting) }).settings
+const resolvedOf = (res: Res) => ok(res, { setting: ResolvedSetting }).setting
+const flagOf = (res: Res) => ok(res, { featureFlag: FeatureFlag }).featureFlag
+const printedSetting = (run: { readonly stdout: string }) => printed(run, { setting: ResolvedSetting }).setting
+
+/**
+ * The flag routes of one of the three scope groups of the typed client, with that group's params: the three groups
+ * have the same endpoints under different paths.
+ */
+interface FlagRoutes<P> {
+  readonly createFeatureFlag: (
+    request: { readonly params: P; readonly payload: { readonly key: string; readonly enabled: boolean } }
+  ) => Effect.Effect<{ readonly featureFlag: FeatureFlag }, unknown>
+  readonly updateFeatureFlag: (
+    request: {
+      readonly params: P & { readonly flagId: FeatureFlagId }
+      readonly payload: { readonly enabled: boolean }
+    }
+  ) => Effect.Effect<{ readonly featureFlag: FeatureFlag }, unknown>
+  readonly listFeatureFlags: (
+    request: { readonly params: P; readonly query: {} }
+  ) => Effect.Effect<{ readonly data: { readonly featureFlags: ReadonlyArray<FeatureFlag> } }, unknown>
+}
+
+/** Creates, disables and lists a flag through one scope group of the typed client. */
+const flagRoundTrip = <P extends object>(group: FlagRoutes<P>, params: P, key: string) =>
+  Effect.gen(function*() {
+    const { featureFlag } = yield* group.createFeatureFlag({ params, payload: { key, enabled: true } })
+    const patched = yield* group.updateFeatureFlag({
+      params: { ...params, flagId: featureFlag.id },
+      payload: { enabled: false }
+    })
+    assert.isFalse(patched.featureFlag.enabled)
+    const flags = yield* group.listFeatureFlags({ params, query: {} })
+    assert.deepStrictEqual(flags.data.featureFlags.map((f) => f.id), [featureFlag.id])
+  })
+
+for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `configuration [${backend}]`,
     (it) => {
@@ -66,20 +107,23 @@ for (const backend of backends) {
         const token = session.token
         const as = (method: string, path: string, body?: unknown) =>
           call(baseUrl, method, path, body === undefined ? { token } : { token, body })
-        const { organizations } = ok(yield* as("GET", "/v1/organizations"))
-        const root = organizations[0] as { id: string; isAccountRoot: boolean }
-        const child = ok(yield* as("POST", "/v1/organizations", { name: `Child ${randomUUID().slice(0, 8)}` }))
-          .organization as { id: string }
+        const [root] = ok(yield* as("GET", "/v1/organizations"), { organizations: Schema.Array(Organization) })
+          .organizations
+        assert.isDefined(root)
+        const child = ok(yield* as("POST", "/v1/organizations", { name: `Child ${randomUUID().slice(0, 8)}` }), {
+          organization: Organization
+        }).organization
         const scopesOf = Effect.fnUntraced(function*(orgId: string) {
           const ws = `/v1/organizations/${orgId}`
           const projectId = yield* createProject(baseUrl, token, orgId)
           const prj = `${ws}/projects/${projectId}`
-          const environment = ok(yield* as("POST", `${prj}/environments`, { name: `E ${randomUUID().slice(0, 8)}` }))
-            .environment
+          const environment = ok(yield* as("POST", `${prj}/environments`, { name: `E ${randomUUID().slice(0, 8)}` }), {
+            environment: Environment
+          }).environment
           return {
             orgId,
             projectId,
-            environmentId: environment.id as string,
+            environmentId: environment.id,
             ws,
             prj,
             env: `${prj}/environments/${environment.id}`
@@ -96,20 +140,20 @@ for (const backend of backends) {
         }
       })
 
-      it.effect("settings: create, list, patch at every scope, with the exact wire shape", () =>
+      /** The child workspace's three scopes: their path prefixes and scope kinds. */
+      const childScopes = Effect.map(world, (w) => ({
+        w,
+        scopes: [[w.child.ws, "organization"], [w.child.prj, "project"], [w.child.env, "environment"]] as const
+      }))
+
+      it.effect("a created setting has the exact wire shape at every scope; the list shows exactly that scope", () =>
         Effect.gen(function*() {
-          const w = yield* world
+          const { scopes, w } = yield* childScopes
           const { child } = w
-          for (
-            const [prefix, scopeKind] of [[child.ws, "organization"], [child.prj, "project"], [
-              child.env,
-              "environment"
-            ]] as const
-          ) {
-            const k = key()
-            const created = ok(
-              yield* w.as("POST", `${prefix}/config/settings`, { key: k, value: { a: 1 }, description: "d" })
-            ).setting
+          for (const [prefix, scopeKind] of scopes) {
+            const created = settingOf(
+              yield* w.as("POST", `${prefix}/config/settings`, { key: key(), value: { a: 1 }, description: "d" })
+            )
             assert.deepStrictEqual(Object.keys(created).sort(), SETTING_KEYS)
             assert.match(created.id, new RegExp(`^stg_${ULID}$`))
             assert.strictEqual(created.orgId, child.orgId)
@@ -118,58 +162,83 @@ for (const backend of backends) {
             assert.strictEqual(created.environmentId, scopeKind === "environment" ? child.environmentId : null)
             assert.deepStrictEqual(created.value, { a: 1 })
             assert.match(created.createdAt, ISO_MS)
-            // The list shows exactly this scope.
-            const { settings } = ok(yield* w.as("GET", `${prefix}/config/settings`))
-            assert.deepStrictEqual(settings.map((s: any) => s.id), [created.id])
-            // Duplicate key at the same scope: 409.
+            const settings = settingsOf(yield* w.as("GET", `${prefix}/config/settings`))
+            assert.deepStrictEqual(settings.map((s) => s.id), [created.id])
+          }
+        }))
+
+      it.effect("a duplicate setting key at the same scope is 409", () =>
+        Effect.gen(function*() {
+          const { scopes, w } = yield* childScopes
+          for (const [prefix] of scopes) {
+            const k = key()
+            settingOf(yield* w.as("POST", `${prefix}/config/settings`, { key: k, value: { a: 1 } }))
             failed(yield* w.as("POST", `${prefix}/config/settings`, { key: k, value: 2 }), 409, "conflict")
-            const patched =
-              ok(yield* w.as("PATCH", `${prefix}/config/settings/${created.id}`, { value: [1, 2], description: null }))
-                .setting
+          }
+        }))
+
+      it.effect("patching a setting replaces its value and description and keeps createdAt", () =>
+        Effect.gen(function*() {
+          const { scopes, w } = yield* childScopes
+          for (const [prefix] of scopes) {
+            const created = settingOf(
+              yield* w.as("POST", `${prefix}/config/settings`, { key: key(), value: { a: 1 }, description: "d" })
+            )
+            const patched = settingOf(
+              yield* w.as("PATCH", `${prefix}/config/settings/${created.id}`, { value: [1, 2], description: null })
+            )
             assert.deepStrictEqual(patched.value, [1, 2])
             assert.isNull(patched.description)
             assert.strictEqual(patched.createdAt, created.createdAt)
-            // No DELETE on settings and flags.
+          }
+        }))
+
+      it.effect("settings and flags have no DELETE: 405", () =>
+        Effect.gen(function*() {
+          const { scopes, w } = yield* childScopes
+          for (const [prefix] of scopes) {
+            const created = settingOf(yield* w.as("POST", `${prefix}/config/settings`, { key: key(), value: 1 }))
             failed(yield* w.as("DELETE", `${prefix}/config/settings/${created.id}`), 405, "unsupported")
             failed(yield* w.as("DELETE", `${prefix}/config/settings`), 405, "unsupported")
             failed(yield* w.as("DELETE", `${prefix}/config/feature-flags`), 405, "unsupported")
           }
         }))
 
-      it.effect("settings: valueType and visibility are enforced but never echoed; 422 on bad enums and values", () =>
+      it.effect("settings: bad valueType and visibility, a value of another type, a bad or missing key: 422", () =>
         Effect.gen(function*() {
           const w = yield* world
           const path = `${w.child.ws}/config/settings`
-          const bad = failed(
-            yield* w.as("POST", path, { key: key(), value: 1, valueType: "int", visibility: "secret" }),
-            422,
-            "validation_failed"
+          const bad = invalidFields(
+            yield* w.as("POST", path, { key: key(), value: 1, valueType: "int", visibility: "secret" })
           )
-          assert.hasAllKeys(bad.details.fields, ["valueType", "visibility"])
-          const mismatch = failed(
-            yield* w.as("POST", path, { key: key(), value: "x", valueType: "number" }),
-            422,
-            "validation_failed"
-          )
-          assert.hasAllKeys(mismatch.details.fields, ["value"])
+          assert.hasAllKeys(bad, ["valueType", "visibility"])
+          const mismatch = invalidFields(yield* w.as("POST", path, { key: key(), value: "x", valueType: "number" }))
+          assert.hasAllKeys(mismatch, ["value"])
           failed(yield* w.as("POST", path, { key: "bad key!", value: 1 }), 422, "validation_failed")
           failed(yield* w.as("POST", path, { value: 1 }), 422, "validation_failed")
-          const created =
-            ok(yield* w.as("POST", path, { key: key(), value: 3, valueType: "number", visibility: "public" }))
-              .setting
+        }))
+
+      it.effect("settings: valueType and visibility are enforced on every patch but never echoed", () =>
+        Effect.gen(function*() {
+          const w = yield* world
+          const path = `${w.child.ws}/config/settings`
+          const created = settingOf(
+            yield* w.as("POST", path, { key: key(), value: 3, valueType: "number", visibility: "public" })
+          )
           assert.notProperty(created, "valueType")
           assert.notProperty(created, "visibility")
           // An omitted valueType keeps the stored declaration: a string no longer fits.
-          const kept = failed(
-            yield* w.as("PATCH", `${path}/${created.id}`, { value: "three" }),
-            422,
-            "validation_failed"
-          )
-          assert.hasAllKeys(kept.details.fields, ["value"])
+          assert.hasAllKeys(invalidFields(yield* w.as("PATCH", `${path}/${created.id}`, { value: "three" })), ["value"])
           // Changing the type checks the stored value against it.
           failed(yield* w.as("PATCH", `${path}/${created.id}`, { valueType: "boolean" }), 422, "validation_failed")
           ok(yield* w.as("PATCH", `${path}/${created.id}`, { valueType: "string", value: "three" }))
           failed(yield* w.as("PATCH", `${path}/${created.id}`, { visibility: "nope" }), 422, "validation_failed")
+        }))
+
+      it.effect("settings: each valueType takes values of its type", () =>
+        Effect.gen(function*() {
+          const w = yield* world
+          const path = `${w.child.ws}/config/settings`
           for (
             const [valueType, value] of [["string", "s"], ["boolean", true], ["json", null], ["json", {
               x: [1]
@@ -177,13 +246,15 @@ for (const backend of backends) {
           ) {
             ok(yield* w.as("POST", path, { key: key(), value, valueType }))
           }
-          // `overridable` is only for an account root's workspace scope.
-          const notRoot = failed(
-            yield* w.as("POST", path, { key: key(), value: 1, overridable: false }),
-            422,
-            "validation_failed"
-          )
-          assert.hasAllKeys(notRoot.details.fields, ["overridable"])
+        }))
+
+      it.effect("settings: `overridable` is only for an account root's workspace scope (422 elsewhere)", () =>
+        Effect.gen(function*() {
+          const w = yield* world
+          const path = `${w.child.ws}/config/settings`
+          assert.hasAllKeys(invalidFields(yield* w.as("POST", path, { key: key(), value: 1, overridable: false })), [
+            "overridable"
+          ])
           failed(
             yield* w.as("POST", `${w.rootScopes.prj}/config/settings`, { key: key(), value: 1, overridable: false }),
             422,
@@ -191,27 +262,30 @@ for (const backend of backends) {
           )
         }))
 
-      it.effect("unknown setting, flag, project or environment: 404; malformed ids: 404", () =>
+      it.effect("a setting or flag of another scope is 404 at this one; a malformed setting id is 404", () =>
         Effect.gen(function*() {
           const w = yield* world
-          const { child, rootScopes } = w
-          const otherSetting = ok(yield* w.as("POST", `${child.prj}/config/settings`, { key: key(), value: 1 })).setting
-          // A setting of another scope is not found at this one.
+          const { child } = w
+          const otherSetting = settingOf(yield* w.as("POST", `${child.prj}/config/settings`, { key: key(), value: 1 }))
           failed(yield* w.as("PATCH", `${child.ws}/config/settings/${otherSetting.id}`, { value: 2 }), 404, "not_found")
           failed(
             yield* w.as("PATCH", `${child.env}/config/settings/${otherSetting.id}`, { value: 2 }),
             404,
             "not_found"
           )
-          const flag =
-            ok(yield* w.as("POST", `${child.ws}/config/feature-flags`, { key: key(), enabled: true })).featureFlag
+          const flag = flagOf(yield* w.as("POST", `${child.ws}/config/feature-flags`, { key: key(), enabled: true }))
           failed(
             yield* w.as("PATCH", `${child.prj}/config/feature-flags/${flag.id}`, { enabled: false }),
             404,
             "not_found"
           )
           failed(yield* w.as("PATCH", `${child.ws}/config/settings/stg_nope`, { value: 2 }), 404, "not_found")
-          // A project or environment of another workspace (or none) is not there.
+        }))
+
+      it.effect("a project or environment of another workspace is not there: 404 on every configuration route", () =>
+        Effect.gen(function*() {
+          const w = yield* world
+          const { child, rootScopes } = w
           const foreignProject = `${child.ws}/projects/${rootScopes.projectId}`
           failed(yield* w.as("GET", `${foreignProject}/config/settings`), 404, "not_found")
           failed(
@@ -228,29 +302,37 @@ for (const backend of backends) {
           ok(yield* w.as("GET", `${child.prj}/config/settings/resolve?key=ui.theme`))
         }))
 
-      it.effect("resolve walks environment, project, workspace, account, default; missing key 422; no match 404", () =>
-        Effect.gen(function*() {
-          const w = yield* world
-          const { child, rootScopes } = w
-          const k = key("walk")
-          const resolve = (prefix: string, which = k) =>
-            Effect.map(w.as("GET", `${prefix}/config/settings/resolve?key=${encodeURIComponent(which)}`), (res) => res)
-          failed(yield* w.as("GET", `${child.ws}/config/settings/resolve`), 422, "validation_failed")
-          failed(yield* resolve(child.env), 404, "not_found")
+      /** The world, a fresh key, and reads of `GET {prefix}/config/settings/resolve?key=…` (that key by default). */
+      const resolving = Effect.gen(function*() {
+        const w = yield* world
+        const k = key("walk")
+        const resolve = (prefix: string, which = k) =>
+          w.as("GET", `${prefix}/config/settings/resolve?key=${encodeURIComponent(which)}`)
+        const setAt = (prefix: string, value: number, extra: object = {}) =>
+          Effect.map(w.as("POST", `${prefix}/config/settings`, { key: k, value, ...extra }), settingOf)
+        return { w, k, resolve, setAt }
+      })
 
-          // Built-in default.
-          const builtin = ok(yield* resolve(child.env, "ui.theme")).setting
+      it.effect("resolve: no key is 422, a key set nowhere 404; a built-in key resolves to its default", () =>
+        Effect.gen(function*() {
+          const { resolve, w } = yield* resolving
+          failed(yield* w.as("GET", `${w.child.ws}/config/settings/resolve`), 422, "validation_failed")
+          failed(yield* resolve(w.child.env), 404, "not_found")
+          const builtin = resolvedOf(yield* resolve(w.child.env, "ui.theme"))
           assert.deepInclude(builtin, {
             id: null,
             value: "system",
             overridable: true,
             inheritedFrom: { scopeKind: "default" }
           })
+        }))
 
-          const setAt = (prefix: string, value: number, extra: object = {}) =>
-            Effect.map(w.as("POST", `${prefix}/config/settings`, { key: k, value, ...extra }), (res) => ok(res).setting)
+      it.effect("resolve walks environment, project, workspace, account: the nearest scope holding the key wins", () =>
+        Effect.gen(function*() {
+          const { resolve, setAt, w } = yield* resolving
+          const { child, rootScopes } = w
           const account = yield* setAt(rootScopes.ws, 1)
-          let got = ok(yield* resolve(child.env)).setting
+          let got = resolvedOf(yield* resolve(child.env))
           assert.deepInclude(got, {
             id: account.id,
             value: 1,
@@ -258,15 +340,15 @@ for (const backend of backends) {
             inheritedFrom: { scopeKind: "account" }
           })
           const workspace = yield* setAt(child.ws, 2)
-          got = ok(yield* resolve(child.env)).setting
+          got = resolvedOf(yield* resolve(child.env))
           assert.deepInclude(got, { id: workspace.id, value: 2, inheritedFrom: { scopeKind: "organization" } })
           const project = yield* setAt(child.prj, 3)
-          got = ok(yield* resolve(child.env)).setting
+          got = resolvedOf(yield* resolve(child.env))
           assert.deepInclude(got, { id: project.id, value: 3, inheritedFrom: { scopeKind: "project" } })
-          assert.deepInclude(ok(yield* resolve(child.prj)).setting, { value: 3 })
-          assert.deepInclude(ok(yield* resolve(child.ws)).setting, { value: 2 })
+          assert.deepInclude(resolvedOf(yield* resolve(child.prj)), { value: 3 })
+          assert.deepInclude(resolvedOf(yield* resolve(child.ws)), { value: 2 })
           const environment = yield* setAt(child.env, 4)
-          got = ok(yield* resolve(child.env)).setting
+          got = resolvedOf(yield* resolve(child.env))
           assert.deepInclude(got, {
             id: environment.id,
             value: 4,
@@ -274,11 +356,19 @@ for (const backend of backends) {
             inheritedFrom: { scopeKind: "environment" }
           })
           assert.deepStrictEqual(Object.keys(got).sort(), [...SETTING_KEYS, "inheritedFrom", "overridable"].sort())
+        }))
 
-          // Lock the account setting: the guardrail wins at every scope of the child and of the root itself.
+      it.effect("a locked account setting wins at every scope of child and root; unlocked, the lower ones win", () =>
+        Effect.gen(function*() {
+          const { resolve, setAt, w } = yield* resolving
+          const { child, rootScopes } = w
+          const account = yield* setAt(rootScopes.ws, 1)
+          yield* setAt(child.ws, 2)
+          yield* setAt(child.prj, 3)
+          yield* setAt(child.env, 4)
           ok(yield* w.as("PATCH", `${rootScopes.ws}/config/settings/${account.id}`, { overridable: false }))
           for (const prefix of [child.env, child.prj, child.ws]) {
-            assert.deepInclude(ok(yield* resolve(prefix)).setting, {
+            assert.deepInclude(resolvedOf(yield* resolve(prefix)), {
               id: account.id,
               value: 1,
               overridable: false,
@@ -288,7 +378,7 @@ for (const backend of backends) {
           yield* setAt(rootScopes.env, 9)
           yield* setAt(rootScopes.prj, 8)
           for (const prefix of [rootScopes.env, rootScopes.prj, rootScopes.ws]) {
-            assert.deepInclude(ok(yield* resolve(prefix)).setting, {
+            assert.deepInclude(resolvedOf(yield* resolve(prefix)), {
               id: account.id,
               value: 1,
               overridable: false,
@@ -297,44 +387,61 @@ for (const backend of backends) {
           }
           // Unlocked again, the lower scopes win.
           ok(yield* w.as("PATCH", `${rootScopes.ws}/config/settings/${account.id}`, { overridable: true }))
-          assert.deepInclude(ok(yield* resolve(child.env)).setting, { value: 4 })
-          assert.deepInclude(ok(yield* resolve(rootScopes.env)).setting, { value: 9 })
-
-          // A guardrail created locked.
-          const locked = key("locked")
-          ok(
-            yield* w.as("POST", `${rootScopes.ws}/config/settings`, { key: locked, value: "root", overridable: false })
-          )
-          ok(yield* w.as("POST", `${child.env}/config/settings`, { key: locked, value: "env" }))
-          assert.deepInclude(ok(yield* resolve(child.env, locked)).setting, { value: "root", overridable: false })
+          assert.deepInclude(resolvedOf(yield* resolve(child.env)), { value: 4 })
+          assert.deepInclude(resolvedOf(yield* resolve(rootScopes.env)), { value: 9 })
         }))
 
-      it.effect("masked values are hidden from a viewer, shown to writers", () =>
+      it.effect("a guardrail created locked wins over a lower scope's value", () =>
         Effect.gen(function*() {
-          const w = yield* world
-          const { child } = w
-          const viewerEmail = freshEmail("viewer")
-          const viewer = yield* signIn(w.baseUrl, { email: viewerEmail })
-          yield* seedMember(child.orgId, viewer.user.id, "viewer")
-          const asViewer = (path: string) => call(w.baseUrl, "GET", path, { token: viewer.token })
-          for (const prefix of [child.ws, child.prj, child.env]) {
+          const { resolve, w } = yield* resolving
+          const locked = key("locked")
+          ok(
+            yield* w.as("POST", `${w.rootScopes.ws}/config/settings`, {
+              key: locked,
+              value: "root",
+              overridable: false
+            })
+          )
+          ok(yield* w.as("POST", `${w.child.env}/config/settings`, { key: locked, value: "env" }))
+          assert.deepInclude(resolvedOf(yield* resolve(w.child.env, locked)), { value: "root", overridable: false })
+        }))
+
+      /** The child's three scopes, and a viewer of the child workspace reading with its own token. */
+      const withViewer = Effect.gen(function*() {
+        const { scopes, w } = yield* childScopes
+        const viewer = yield* signIn(w.baseUrl, { email: freshEmail("viewer") })
+        yield* seedMember(w.child.orgId, viewer.user.id, "viewer")
+        const asViewer = (path: string) => call(w.baseUrl, "GET", path, { token: viewer.token })
+        return { w, scopes, viewer, asViewer }
+      })
+
+      it.effect("a masked value is hidden from a viewer (value null, masked true) and shown to writers", () =>
+        Effect.gen(function*() {
+          const { asViewer, scopes, w } = yield* withViewer
+          for (const [prefix] of scopes) {
             const k = key("masked")
-            const created =
-              ok(yield* w.as("POST", `${prefix}/config/settings`, { key: k, value: "hunter2", visibility: "masked" }))
-                .setting
+            const created = settingOf(
+              yield* w.as("POST", `${prefix}/config/settings`, { key: k, value: "hunter2", visibility: "masked" })
+            )
             assert.strictEqual(created.value, "hunter2")
             assert.notProperty(created, "masked")
-            const seen = ok(yield* asViewer(`${prefix}/config/settings`)).settings.find((s: any) => s.id === created.id)
+            const seen = settingsOf(yield* asViewer(`${prefix}/config/settings`)).find((s) => s.id === created.id)
             assert.deepInclude(seen, { value: null, masked: true })
-            const resolved = ok(yield* asViewer(`${prefix}/config/settings/resolve?key=${k}`)).setting
+            const resolved = resolvedOf(yield* asViewer(`${prefix}/config/settings/resolve?key=${k}`))
             assert.deepInclude(resolved, { value: null, masked: true })
             assert.notInclude(JSON.stringify(resolved), "hunter2")
             // The owner (write permission) sees it.
             assert.strictEqual(
-              ok(yield* w.as("GET", `${prefix}/config/settings/resolve?key=${k}`)).setting.value,
+              resolvedOf(yield* w.as("GET", `${prefix}/config/settings/resolve?key=${k}`)).value,
               "hunter2"
             )
-            // A viewer cannot write.
+          }
+        }))
+
+      it.effect("a viewer cannot write settings at any scope: 403", () =>
+        Effect.gen(function*() {
+          const { scopes, viewer, w } = yield* withViewer
+          for (const [prefix] of scopes) {
             failed(
               yield* call(w.baseUrl, "POST", `${prefix}/config/settings`, {
                 token: viewer.token,
@@ -344,58 +451,66 @@ for (const backend of backends) {
               "forbidden"
             )
           }
-          // Internal (the default) and public values are readable.
-          const plain = ok(yield* w.as("POST", `${child.ws}/config/settings`, { key: key(), value: 5 })).setting
+        }))
+
+      it.effect("internal (the default) values are readable by a viewer", () =>
+        Effect.gen(function*() {
+          const { asViewer, w } = yield* withViewer
+          const plain = settingOf(yield* w.as("POST", `${w.child.ws}/config/settings`, { key: key(), value: 5 }))
           assert.strictEqual(
-            ok(yield* asViewer(`${child.ws}/config/settings`)).settings.find((s: any) => s.id === plain.id).value,
+            settingsOf(yield* asViewer(`${w.child.ws}/config/settings`)).find((s) => s.id === plain.id)?.value,
             5
           )
         }))
 
       it.effect("feature flags: create, list, patch, 409, 422, 404 at every scope", () =>
         Effect.gen(function*() {
-          const w = yield* world
-          for (const prefix of [w.child.ws, w.child.prj, w.child.env]) {
+          const { scopes, w } = yield* childScopes
+          for (const [prefix] of scopes) {
             const path = `${prefix}/config/feature-flags`
             const k = key("flag")
-            const flag =
-              ok(yield* w.as("POST", path, { key: k, enabled: true, value: { pct: 10 }, description: "rollout" }))
-                .featureFlag
+            const flag = flagOf(
+              yield* w.as("POST", path, { key: k, enabled: true, value: { pct: 10 }, description: "rollout" })
+            )
             assert.deepStrictEqual(Object.keys(flag).sort(), FLAG_KEYS)
             assert.match(flag.id, new RegExp(`^flg_${ULID}$`))
             assert.deepInclude(flag, { key: k, enabled: true, value: { pct: 10 }, description: "rollout" })
-            const bare = ok(yield* w.as("POST", path, { key: key("flag"), enabled: false })).featureFlag
+            const bare = flagOf(yield* w.as("POST", path, { key: key("flag"), enabled: false }))
             assert.deepInclude(bare, { value: null, description: null, enabled: false })
             failed(yield* w.as("POST", path, { key: k, enabled: false }), 409, "conflict")
-            const invalid = failed(yield* w.as("POST", path, { key: key(), enabled: "yes" }), 422, "validation_failed")
-            assert.hasAllKeys(invalid.details.fields, ["enabled"])
-            const { featureFlags } = ok(yield* w.as("GET", path))
-            assert.sameMembers(featureFlags.map((f: any) => f.id), [flag.id, bare.id])
-            const patched = ok(yield* w.as("PATCH", `${path}/${flag.id}`, { enabled: false })).featureFlag
+            assert.hasAllKeys(invalidFields(yield* w.as("POST", path, { key: key(), enabled: "yes" })), ["enabled"])
+            const { featureFlags } = ok(yield* w.as("GET", path), { featureFlags: Schema.Array(FeatureFlag) })
+            assert.sameMembers(featureFlags.map((f) => f.id), [flag.id, bare.id])
+            const patched = flagOf(yield* w.as("PATCH", `${path}/${flag.id}`, { enabled: false }))
             assert.deepInclude(patched, { enabled: false, value: { pct: 10 }, description: "rollout" })
             failed(yield* w.as("DELETE", `${path}/${flag.id}`), 405, "unsupported")
           }
         }))
 
-      it.effect("events and audit entries carry keys and ids, never values", () =>
+      /** A masked project setting and an environment flag, each created and then changed, under one key. */
+      const changedTwice = Effect.gen(function*() {
+        const w = yield* world
+        const { child } = w
+        const k = key("evt")
+        const setting = settingOf(
+          yield* w.as("POST", `${child.prj}/config/settings`, {
+            key: k,
+            value: "sekrit-value-1",
+            visibility: "masked"
+          })
+        )
+        ok(yield* w.as("PATCH", `${child.prj}/config/settings/${setting.id}`, { value: "sekrit-value-2" }))
+        const flag = flagOf(
+          yield* w.as("POST", `${child.env}/config/feature-flags`, { key: k, enabled: true, value: "sekrit-flag" })
+        )
+        ok(yield* w.as("PATCH", `${child.env}/config/feature-flags/${flag.id}`, { value: "sekrit-flag-2" }))
+        return { w, k, setting, flag }
+      })
+
+      it.effect("setting and flag events carry keys and ids, never values", () =>
         Effect.gen(function*() {
-          const w = yield* world
+          const { flag, k, setting, w } = yield* changedTwice
           const { child } = w
-          const k = key("evt")
-          const setting = ok(
-            yield* w.as("POST", `${child.prj}/config/settings`, {
-              key: k,
-              value: "sekrit-value-1",
-              visibility: "masked"
-            })
-          )
-            .setting
-          ok(yield* w.as("PATCH", `${child.prj}/config/settings/${setting.id}`, { value: "sekrit-value-2" }))
-          const flag = ok(
-            yield* w.as("POST", `${child.env}/config/feature-flags`, { key: k, enabled: true, value: "sekrit-flag" })
-          )
-            .featureFlag
-          ok(yield* w.as("PATCH", `${child.env}/config/feature-flags/${flag.id}`, { value: "sekrit-flag-2" }))
           const sql = yield* SqlClient.SqlClient
           const events = yield* sql<{ type: string; subjectId: string; data: unknown; projectId: string | null }>`
             select type, subject_id, data, project_id from events
@@ -411,7 +526,7 @@ for (const backend of backends) {
             assert.notInclude(JSON.stringify(event.data), "sekrit")
             assert.strictEqual(event.projectId, child.projectId)
           }
-          const data = (raw: unknown) => (typeof raw === "string" ? JSON.parse(raw) : raw) as any
+          const data = (raw: unknown): unknown => (typeof raw === "string" ? JSON.parse(raw) : raw)
           assert.deepStrictEqual(data(events[1]!.data), {
             action: "updated",
             settingId: setting.id,
@@ -425,21 +540,31 @@ for (const backend of backends) {
             key: k,
             scopeKind: "environment"
           })
-          const audit = ok(yield* w.as("GET", `${child.ws}/audit?category=configuration`))
-          const entries = (audit.entries ?? audit.auditEntries ?? Object.values(audit).find(Array.isArray)) as Array<
-            any
-          >
-          assert.isAtLeast(entries.length, 4)
+        }))
+
+      it.effect("configuration audit entries carry no values", () =>
+        Effect.gen(function*() {
+          const { w } = yield* changedTwice
+          const audit = ok(yield* w.as("GET", `${w.child.ws}/audit?category=configuration`), {
+            auditEntries: Schema.Array(AuditEntry)
+          })
+          assert.isAtLeast(audit.auditEntries.length, 4)
           assert.notInclude(JSON.stringify(audit), "sekrit")
         }))
 
-      it.effect("typed client: every configuration route", () =>
+      /** The world, its owner's typed client, and the child's three scopes as the client's params. */
+      const typed = Effect.gen(function*() {
+        const w = yield* world
+        const client = yield* clientFor(w.baseUrl, w.token)
+        const ws = { orgId: w.child.orgId }
+        const prj = { ...ws, projectId: ProjectId.make(w.child.projectId) }
+        const env = { ...prj, environmentId: EnvironmentId.make(w.child.environmentId) }
+        return { client, ws, prj, env }
+      })
+
+      it.effect("typed client: settings at each scope, and resolve through them", () =>
         Effect.gen(function*() {
-          const w = yield* world
-          const client = yield* clientFor(w.baseUrl, w.token)
-          const ws = { orgId: w.child.orgId }
-          const prj = { ...ws, projectId: w.child.projectId as any }
-          const env = { ...prj, environmentId: w.child.environmentId as any }
+          const { client, env, prj, ws } = yield* typed
           const k = key("client")
           const { setting } = yield* client.configuration.createSetting({
             params: ws,
@@ -477,22 +602,22 @@ for (const backend of backends) {
             (yield* client.environmentConfiguration.listSettings({ params: env, query: {} })).data.settings[0]!.value,
             5
           )
-          for (
-            const group of [client.configuration, client.projectConfiguration, client.environmentConfiguration] as const
-          ) {
-            const params = group === client.configuration ? ws : group === client.projectConfiguration ? prj : env
-            const { featureFlag } = yield* loose(group.createFeatureFlag)({
-              params,
-              payload: { key: k, enabled: true }
-            })
-            const patched = yield* loose(group.updateFeatureFlag)({
-              params: { ...params, flagId: featureFlag.id },
-              payload: { enabled: false }
-            })
-            assert.isFalse(patched.featureFlag.enabled)
-            const flags = yield* loose(group.listFeatureFlags)({ params, query: {} })
-            assert.deepStrictEqual(flags.data.featureFlags.map((f: any) => f.id), [featureFlag.id])
-          }
+        }))
+
+      it.effect("typed client: feature flags at each scope", () =>
+        Effect.gen(function*() {
+          const { client, env, prj, ws } = yield* typed
+          const k = key("client")
+          yield* flagRoundTrip(client.configuration, ws, k)
+          yield* flagRoundTrip(client.projectConfiguration, prj, k)
+          yield* flagRoundTrip(client.environmentConfiguration, env, k)
+        }))
+
+      it.effect("typed client: a duplicate key fails with Conflict, a key resolving nowhere with NotFound", () =>
+        Effect.gen(function*() {
+          const { client, ws } = yield* typed
+          const k = key("client")
+          yield* client.configuration.createSetting({ params: ws, payload: { key: k, value: 1, valueType: "number" } })
           const conflict = yield* Effect.flip(
             client.configuration.createSetting({ params: ws, payload: { key: k, value: 1 } })
           )
@@ -504,11 +629,16 @@ for (const backend of backends) {
         }))
 
       if (backend === "pglite") {
-        it.effect("cpctl config get|set|resolve and flags list|create|set", () =>
+        /** The world, `cpctl` as its owner, and the flags naming the child's project. */
+        const cli = Effect.map(world, (w) => ({
+          w,
+          scope: ["--workspace", w.child.orgId, "--project", w.child.projectId],
+          run: (...args: ReadonlyArray<string>) => cpctl(w.baseUrl, w.token, ...args)
+        }))
+
+        it.effect("cpctl config set|get|resolve; a value not of the declared type fails validation", () =>
           Effect.gen(function*() {
-            const w = yield* world
-            const scope = ["--workspace", w.child.orgId, "--project", w.child.projectId]
-            const run = (...args: ReadonlyArray<string>) => cpctl(w.baseUrl, w.token, ...args)
+            const { run, scope, w } = yield* cli
             const k = key("cli")
             let out = yield* run("config", "set", k, "42", "--type", "number", ...scope)
             assert.strictEqual(out.exitCode, 0, out.stderr)
@@ -517,20 +647,26 @@ for (const backend of backends) {
             assert.strictEqual(out.exitCode, 0, out.stderr)
             out = yield* run("--json", "config", "get", k, ...scope)
             assert.strictEqual(out.exitCode, 0, out.stderr)
-            assert.strictEqual(JSON.parse(out.stdout).settings[0].value, 43)
+            assert.strictEqual(printed(out, { settings: Schema.Array(Setting) }).settings[0]?.value, 43)
             out = yield* run("--json", "config", "resolve", k, ...scope, "--environment", w.child.environmentId)
             assert.strictEqual(out.exitCode, 0, out.stderr)
-            assert.deepInclude(JSON.parse(out.stdout).setting, { value: 43, inheritedFrom: { scopeKind: "project" } })
+            assert.deepInclude(printedSetting(out), { value: 43, inheritedFrom: { scopeKind: "project" } })
             out = yield* run("config", "set", k, "not-a-number", ...scope)
             assert.notStrictEqual(out.exitCode, 0)
             assert.include(out.stderr, "validation_failed")
-            out = yield* run("--json", "flags", "create", k, "--enabled", "--value", "{\"pct\":5}", ...scope)
+          }))
+
+        it.effect("cpctl flags create|set|list", () =>
+          Effect.gen(function*() {
+            const { run, scope } = yield* cli
+            const k = key("cli")
+            let out = yield* run("--json", "flags", "create", k, "--enabled", "--value", "{\"pct\":5}", ...scope)
             assert.strictEqual(out.exitCode, 0, out.stderr)
-            const flag = JSON.parse(out.stdout).featureFlag
+            const flag = printed(out, { featureFlag: FeatureFlag }).featureFlag
             assert.deepInclude(flag, { enabled: true, value: { pct: 5 } })
             out = yield* run("--json", "flags", "set", flag.id, "--enabled", "false", ...scope)
             assert.strictEqual(out.exitCode, 0, out.stderr)
-            assert.isFalse(JSON.parse(out.stdout).featureFlag.enabled)
+            assert.isFalse(printed(out, { featureFlag: FeatureFlag }).featureFlag.enabled)
             out = yield* run("flags", "list", ...scope)
             assert.strictEqual(out.exitCode, 0, out.stderr)
             assert.include(out.stdout, flag.id)
@@ -543,12 +679,10 @@ for (const backend of backends) {
           const path = `${w.child.env}/config/settings`
           for (let i = 0; i < 3; i++) ok(yield* w.as("POST", path, { key: key("page"), value: i }))
           const first = yield* w.as("GET", `${path}?limit=2`)
-          const page1 = ok(first)
-          assert.strictEqual(page1.settings.length, 2)
-          const cursor = (first.json as any).meta.cursor as string
-          assert.isString(cursor)
-          const page2 = ok(yield* w.as("GET", `${path}?limit=2&cursor=${encodeURIComponent(cursor)}`))
-          assert.strictEqual(page2.settings.length, 1)
+          assert.strictEqual(settingsOf(first).length, 2)
+          const cursor = nextCursor(first)
+          const page2 = settingsOf(yield* w.as("GET", `${path}?limit=2&cursor=${encodeURIComponent(cursor)}`))
+          assert.strictEqual(page2.length, 1)
           failed(
             yield* w.as("GET", `${w.child.prj}/config/settings?cursor=${encodeURIComponent(cursor)}`),
             422,

@@ -3,6 +3,7 @@
  * data kept across a restart on the embedded database, SIGTERM exits 0, production refuses to start
  * without its keys and hides the dev outbox.
  */
+import { Session, User } from "@cp/domain"
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -10,6 +11,9 @@ import { mkdtemp, rm } from "node:fs/promises"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { failed, okData } from "./support/envelope.ts"
+import { call } from "./support/server.ts"
+import { signIn } from "./support/session.ts"
 
 const main = join(import.meta.dirname, "../packages/server/src/main.ts")
 
@@ -46,8 +50,9 @@ const start = async (env: Record<string, string>): Promise<Running> => {
   return running
 }
 
+/** Polls `/health` until it answers 200; a loaded machine can take long to boot, so this gives it 45 s. */
 const waitForHealth = async (running: Running) => {
-  for (let attempt = 0; attempt < 150; attempt++) {
+  for (let attempt = 0; attempt < 450; attempt++) {
     try {
       const response = await fetch(`${running.baseUrl}/health`, { signal: AbortSignal.timeout(2_000) })
       if (response.status === 200) return
@@ -70,53 +75,42 @@ const stop = async (running: Running) => {
   return running.exited
 }
 
-const signIn = async (baseUrl: string, email: string) => {
-  const post = (path: string, body: unknown) =>
-    fetch(`${baseUrl}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body)
-    })
-      .then((response) => response.json() as Promise<{ data: Record<string, unknown> }>)
-  const challenge = await post("/v1/auth/login/start", { email })
-  const outbox = await fetch(`${baseUrl}/v1/dev/outbox?to=${email}`).then((r) =>
-    r.json() as Promise<{ data: { messages: Array<{ data: { code: string } }> } }>
+/** A fresh temporary data directory, removed with the scope. */
+const tempDataDir = (prefix: string) =>
+  Effect.acquireRelease(
+    Effect.promise(() => mkdtemp(join(tmpdir(), prefix))),
+    (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
   )
-  const result = await post("/v1/auth/login/complete", {
-    challengeId: challenge.data.challengeId,
-    code: outbox.data.messages[0]?.data.code
+
+/** Starts `main.ts` with `env` and waits until it answers `/health`. */
+const startHealthy = (env: Record<string, string>) =>
+  Effect.promise(async () => {
+    const running = await start(env)
+    await waitForHealth(running)
+    return running
   })
-  return result.data as { token: string; user: { id: string } }
-}
 
 describe("running the server", () => {
   it.live(
     "serves on the embedded database, keeps data across a restart, and exits 0 on SIGTERM",
     () =>
-      Effect.promise(async () => {
-        const dataDir = await mkdtemp(join(tmpdir(), "cp-lifecycle-"))
-        try {
-          const first = await start({ APP_ENV: "development", DATA_DIR: dataDir })
-          await waitForHealth(first)
-          const firstLine = first.output().split("\n").find((line) => line.trim() !== "") ?? ""
-          assert.include(firstLine, `${first.baseUrl}/v1`)
-          assert.include(firstLine, `${first.baseUrl}/docs`)
-          const { token, user } = await signIn(first.baseUrl, "restart@example.com")
-          assert.strictEqual(await stop(first), 0)
+      Effect.gen(function*() {
+        const dataDir = yield* tempDataDir("cp-lifecycle-")
+        const first = yield* startHealthy({ APP_ENV: "development", DATA_DIR: dataDir })
+        const firstLine = first.output().split("\n").find((line) => line.trim() !== "") ?? ""
+        assert.include(firstLine, `${first.baseUrl}/v1`)
+        assert.include(firstLine, `${first.baseUrl}/docs`)
+        const { token, user } = yield* signIn(first.baseUrl, { email: "restart@example.com" })
+        assert.strictEqual(yield* Effect.promise(() => stop(first)), 0)
 
-          const second = await start({ APP_ENV: "development", DATA_DIR: dataDir })
-          await waitForHealth(second)
-          const session = await fetch(`${second.baseUrl}/v1/auth/session`, {
-            headers: { authorization: `Bearer ${token}` }
-          })
-          assert.strictEqual(session.status, 200)
-          const body = await session.json() as { data: { user: { id: string } } }
-          assert.strictEqual(body.data.user.id, user.id)
-          assert.strictEqual(await stop(second), 0)
-        } finally {
-          await rm(dataDir, { recursive: true, force: true })
-        }
-      }),
+        const second = yield* startHealthy({ APP_ENV: "development", DATA_DIR: dataDir })
+        const session = okData(yield* call(second.baseUrl, "GET", "/v1/auth/session", { token }), {
+          session: Session,
+          user: User
+        })
+        assert.strictEqual(session.user.id, user.id)
+        assert.strictEqual(yield* Effect.promise(() => stop(second)), 0)
+      }).pipe(Effect.scoped),
     60_000
   )
 
@@ -130,23 +124,14 @@ describe("running the server", () => {
     }), 30_000)
 
   it.live("production has no dev outbox", () =>
-    Effect.promise(async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), "cp-prod-"))
-      try {
-        const running = await start({
-          APP_ENV: "production",
-          DATA_DIR: dataDir,
-          SECRETS_KEK: Buffer.alloc(32, 7).toString("base64"),
-          TOKEN_SIGNING_KEY: "a-production-signing-key"
-        })
-        await waitForHealth(running)
-        const outbox = await fetch(`${running.baseUrl}/v1/dev/outbox`)
-        assert.strictEqual(outbox.status, 404)
-        const body = await outbox.json() as { error: { code: string } }
-        assert.strictEqual(body.error.code, "not_found")
-        assert.strictEqual(await stop(running), 0)
-      } finally {
-        await rm(dataDir, { recursive: true, force: true })
-      }
-    }), 60_000)
+    Effect.gen(function*() {
+      const running = yield* startHealthy({
+        APP_ENV: "production",
+        DATA_DIR: yield* tempDataDir("cp-prod-"),
+        SECRETS_KEK: Buffer.alloc(32, 7).toString("base64"),
+        TOKEN_SIGNING_KEY: "a-production-signing-key"
+      })
+      failed(yield* call(running.baseUrl, "GET", "/v1/dev/outbox"), 404, "not_found")
+      assert.strictEqual(yield* Effect.promise(() => stop(running)), 0)
+    }).pipe(Effect.scoped), 60_000)
 })

@@ -7,25 +7,30 @@
  * `PUBLIC_BASE_URL` is `http://app.test` (a reverse proxy's public name): the server must put it in the redirect URI,
  * and the test plays the proxy by sending the callback's path and query to the server's loopback address.
  */
-import { NotFound, PreconditionFailed } from "@cp/domain"
+import {
+  LoginChallenge,
+  LoginResult,
+  NotFound,
+  OAuthProvider,
+  Organization,
+  OutboxMessage,
+  PreconditionFailed,
+  SecurityEvent,
+  Session,
+  User
+} from "@cp/domain"
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import { FakeOAuthProvider, type FakeProfile } from "../packages/server/test/support/fakeOAuthProvider.ts"
+import { failed, invalidFields, ISO_MS, okData, ULID } from "./support/envelope.ts"
 import { call, clientFor, TestServer, testServer } from "./support/server.ts"
 
 const PUBLIC_BASE_URL = "http://app.test"
 const CALLBACK = `${PUBLIC_BASE_URL}/v1/auth/oauth/acme/callback`
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const REQUEST_ID = new RegExp(`^req_${ULID}$`)
 const TOKEN = new RegExp(`^sps_ses_${ULID}\\.[0-9a-f]{64}$`)
 const DAY = 24 * 60 * 60 * 1000
-
-/** JSON as the tests read it (the asserts are the types). */
-type Json = any
-
-type Raw = Effect.Success<ReturnType<typeof call>>
 
 /**
  * The server with `acme` fully configured on the fake provider, and `half` with only a client id (must not be
@@ -43,28 +48,10 @@ const OAuthServer = Layer.unwrap(Effect.map(FakeOAuthProvider, (fake) => {
 
 const freshEmail = (tag: string) => `${tag}-${randomBytes(5).toString("hex")}@example.test`
 
-const sortedKeys = (value: Json): Array<string> => Object.keys(value).sort()
+const sortedKeys = (value: object): Array<string> => Object.keys(value).sort()
 
-const okData = (res: Raw): Json => {
-  assert.strictEqual(res.status, 200, res.text)
-  const body: Json = res.json
-  assert.deepStrictEqual(sortedKeys(body), ["data", "meta"], res.text)
-  assert.deepStrictEqual(body.meta.cursor, null)
-  assert.match(body.meta.requestId, REQUEST_ID)
-  assert.strictEqual(res.headers.get("x-request-id"), body.meta.requestId)
-  return body.data
-}
-
-const wireError = (res: Raw, status: number, code: string): Json => {
-  assert.strictEqual(res.status, status, res.text)
-  const body: Json = res.json
-  assert.deepStrictEqual(sortedKeys(body), ["error"], res.text)
-  assert.deepStrictEqual(sortedKeys(body.error), ["code", "details", "message", "requestId"], res.text)
-  assert.strictEqual(body.error.code, code, res.text)
-  assert.match(body.error.requestId, REQUEST_ID)
-  assert.strictEqual(res.headers.get("x-request-id"), body.error.requestId)
-  return body.error
-}
+const SecurityEvents = { securityEvents: Schema.Array(SecurityEvent) }
+const Organizations = { organizations: Schema.Array(Organization) }
 
 /** GET start: asserts the 302 to the provider's consent page and returns its URL. */
 const start = (baseUrl: string, provider = "acme") =>
@@ -95,7 +82,7 @@ const authorize = (baseUrl: string, profile: FakeProfile) =>
     return yield* consent(yield* start(baseUrl))
   })
 
-const assertLoginResult = (result: Json, email: string) => {
+const assertLoginResult = (result: Schema.Struct.Encoded<typeof LoginResult>, email: string) => {
   assert.deepStrictEqual(sortedKeys(result), ["expiresAt", "token", "tokenType", "user"])
   assert.match(result.token, TOKEN)
   assert.strictEqual(result.tokenType, "bearer")
@@ -112,7 +99,9 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
   it.effect("the providers list shows only the fully configured provider", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestServer
-      const data = okData(yield* call(baseUrl, "GET", "/v1/auth/oauth/providers"))
+      const data = okData(yield* call(baseUrl, "GET", "/v1/auth/oauth/providers"), {
+        providers: Schema.Array(OAuthProvider)
+      })
       assert.deepStrictEqual(data, { providers: [{ id: "acme", name: "Acme" }] })
       const typed = yield* (yield* clientFor(baseUrl)).identity.oauthProviders()
       assert.deepStrictEqual(typed, { providers: [{ id: "acme", name: "Acme" }] })
@@ -151,65 +140,100 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
       assert.notStrictEqual(again.get("code_challenge"), params["code_challenge"])
     }))
 
-  it.effect("the callback signs in with the same login result as email login; the token works", () =>
+  /** A first OAuth sign-in (the provider's address in another case and spacing): the callback's answer. */
+  const oauthSignedIn = Effect.gen(function*() {
+    const { baseUrl } = yield* TestServer
+    const local = `oauth-${randomBytes(4).toString("hex")}`
+    const email = `${local}@example.test`
+    const callback = yield* authorize(baseUrl, {
+      sub: `sub-${local}`,
+      email: ` ${local.toUpperCase()}@Example.TEST`,
+      email_verified: true
+    })
+    const res = yield* call(baseUrl, "GET", callback)
+    const result = okData(res, LoginResult)
+    return { baseUrl, local, email, res, result }
+  })
+
+  it.effect("the callback signs in with the same login result as email login, no provider secret on the wire", () =>
     Effect.gen(function*() {
-      const { baseUrl } = yield* TestServer
       const fake = yield* FakeOAuthProvider
-      const local = `oauth-${randomBytes(4).toString("hex")}`
-      const email = `${local}@example.test`
-      const callback = yield* authorize(baseUrl, {
-        sub: `sub-${local}`,
-        email: ` ${local.toUpperCase()}@Example.TEST`,
-        email_verified: true
-      })
-      const res = yield* call(baseUrl, "GET", callback)
-      const result = okData(res)
+      const { email, res, result } = yield* oauthSignedIn
       assertLoginResult(result, email)
       assert.isNull(result.user.displayName)
-      // no provider token or client secret on the wire
       for (const secret of [fake.clientSecret, ...fake.issuedTokens]) assert.notInclude(res.text, secret)
+    }))
 
-      const session = okData(yield* call(baseUrl, "GET", "/v1/auth/session", { token: result.token }))
+  it.effect("the OAuth session's token works: its session, the Personal workspace, the security events", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeOAuthProvider
+      const { baseUrl, local, result } = yield* oauthSignedIn
+      const session = okData(yield* call(baseUrl, "GET", "/v1/auth/session", { token: result.token }), {
+        session: Session,
+        user: User
+      })
       assert.deepStrictEqual(session.user, { ...result.user, lastOrgSlug: local })
       assert.strictEqual(session.session.expiresAt, result.expiresAt)
-      const orgs = okData(yield* call(baseUrl, "GET", "/v1/organizations", { token: result.token })).organizations
-      assert.deepStrictEqual(orgs.map((org: Json) => [org.name, org.slug]), [["Personal", local]])
+      const orgs = okData(yield* call(baseUrl, "GET", "/v1/organizations", { token: result.token }), Organizations)
+        .organizations
+      assert.deepStrictEqual(orgs.map((org) => [org.name, org.slug]), [["Personal", local]])
 
       const events = okData(
-        yield* call(baseUrl, "GET", "/v1/auth/security-events", { token: result.token })
-      ).securityEvents as Array<Json>
+        yield* call(baseUrl, "GET", "/v1/auth/security-events", { token: result.token }),
+        SecurityEvents
+      ).securityEvents
       const signedIn = events.find((event) => event.eventType === "login.succeeded")
       assert.deepStrictEqual(signedIn?.metadata, { via: "oauth:acme" })
       assert.isTrue(events.some((event) => event.eventType === "session.created"))
       for (const secret of [fake.clientSecret, ...fake.issuedTokens]) assert.notInclude(JSON.stringify(events), secret)
+    }))
 
-      // signing in again with the same provider account is the same user, without a second workspace
-      const second = okData(
-        yield* call(baseUrl, "GET", yield* authorize(baseUrl, { sub: `sub-${local}`, email, email_verified: true }))
-      )
+  /** The same provider account signed in a second time: both login results. */
+  const twiceSignedIn = Effect.gen(function*() {
+    const first = yield* oauthSignedIn
+    const { baseUrl, email, local } = first
+    const second = okData(
+      yield* call(baseUrl, "GET", yield* authorize(baseUrl, { sub: `sub-${local}`, email, email_verified: true })),
+      LoginResult
+    )
+    return { ...first, second }
+  })
+
+  it.effect("signing in again with the same provider account is the same user, without a second workspace", () =>
+    Effect.gen(function*() {
+      const { baseUrl, result, second } = yield* twiceSignedIn
       assert.deepStrictEqual(second.user, result.user)
       assert.notStrictEqual(second.token, result.token)
-      const after = okData(yield* call(baseUrl, "GET", "/v1/organizations", { token: second.token })).organizations
+      const after = okData(yield* call(baseUrl, "GET", "/v1/organizations", { token: second.token }), Organizations)
+        .organizations
       assert.strictEqual(after.length, 1)
+    }))
 
-      // logout ends an OAuth session like any other
-      okData(yield* call(baseUrl, "POST", "/v1/auth/logout", { token: result.token }))
-      wireError(yield* call(baseUrl, "GET", "/v1/auth/session", { token: result.token }), 401, "unauthenticated")
-      okData(yield* call(baseUrl, "GET", "/v1/auth/session", { token: second.token }))
+  it.effect("logout ends an OAuth session like any other, and only that one", () =>
+    Effect.gen(function*() {
+      const { baseUrl, result, second } = yield* twiceSignedIn
+      okData(yield* call(baseUrl, "POST", "/v1/auth/logout", { token: result.token }), {
+        success: Schema.Literal(true)
+      })
+      failed(yield* call(baseUrl, "GET", "/v1/auth/session", { token: result.token }), 401, "unauthenticated")
+      okData(yield* call(baseUrl, "GET", "/v1/auth/session", { token: second.token }), { session: Session, user: User })
     }))
 
   it.effect("a verified email of an existing email-login user links to that user", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestServer
       const email = freshEmail("linked")
-      const started = okData(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email } }))
-      const outbox = okData(yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`))
-      const code = outbox.messages[0].data.code
+      const started = okData(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email } }), LoginChallenge)
+      const outbox = okData(yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`), {
+        messages: Schema.Array(OutboxMessage)
+      })
+      const code = outbox.messages[0]?.data["code"]
       const byEmail = okData(
-        yield* call(baseUrl, "POST", "/v1/auth/login/complete", { body: { challengeId: started.challengeId, code } })
+        yield* call(baseUrl, "POST", "/v1/auth/login/complete", { body: { challengeId: started.challengeId, code } }),
+        LoginResult
       )
       const callback = yield* authorize(baseUrl, { sub: `sub-${email}`, email, email_verified: true })
-      const byOAuth = okData(yield* call(baseUrl, "GET", callback))
+      const byOAuth = okData(yield* call(baseUrl, "GET", callback), LoginResult)
       assertLoginResult(byOAuth, email)
       assert.deepStrictEqual(byOAuth.user, byEmail.user)
     }))
@@ -246,7 +270,7 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
         { sub: `sub-${email}`, email_verified: true }
       ]
       for (const profile of profiles) {
-        const error = wireError(
+        const error = failed(
           yield* call(baseUrl, "GET", yield* authorize(baseUrl, profile)),
           412,
           "precondition_failed"
@@ -255,11 +279,13 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
       }
       // no account was created or linked: a later verified sign-in for that provider account is a first sign-in
       const result = okData(
-        yield* call(baseUrl, "GET", yield* authorize(baseUrl, { sub: `sub-${email}`, email, email_verified: true }))
+        yield* call(baseUrl, "GET", yield* authorize(baseUrl, { sub: `sub-${email}`, email, email_verified: true })),
+        LoginResult
       )
       const events = okData(
-        yield* call(baseUrl, "GET", "/v1/auth/security-events", { token: result.token })
-      ).securityEvents as Array<Json>
+        yield* call(baseUrl, "GET", "/v1/auth/security-events", { token: result.token }),
+        SecurityEvents
+      ).securityEvents
       assert.deepStrictEqual(
         events.map((event) => event.eventType).sort(),
         ["login.succeeded", "session.created"]
@@ -271,16 +297,16 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
       const { baseUrl } = yield* TestServer
       const email = freshEmail("replay")
       const callback = yield* authorize(baseUrl, { sub: `sub-${email}`, email, email_verified: true })
-      okData(yield* call(baseUrl, "GET", callback))
-      const error = wireError(yield* call(baseUrl, "GET", callback), 412, "precondition_failed")
+      okData(yield* call(baseUrl, "GET", callback), LoginResult)
+      const error = failed(yield* call(baseUrl, "GET", callback), 412, "precondition_failed")
       assert.deepStrictEqual(error.details, { reason: "invalid_state" })
 
       // a forged state is refused the same way
       const url = new URL(callback, baseUrl)
       url.searchParams.set("state", `${url.searchParams.get("state")}x`)
-      wireError(yield* call(baseUrl, "GET", `${url.pathname}${url.search}`), 412, "precondition_failed")
+      failed(yield* call(baseUrl, "GET", `${url.pathname}${url.search}`), 412, "precondition_failed")
       url.searchParams.set("state", "garbage")
-      wireError(yield* call(baseUrl, "GET", `${url.pathname}${url.search}`), 412, "precondition_failed")
+      failed(yield* call(baseUrl, "GET", `${url.pathname}${url.search}`), 412, "precondition_failed")
     }))
 
   it.effect("a consent the user refused at the provider is 412 and spends the state", () =>
@@ -290,9 +316,9 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
       fake.denyNext()
       const callback = yield* consent(yield* start(baseUrl))
       assert.include(callback, "error=access_denied")
-      const error = wireError(yield* call(baseUrl, "GET", callback), 412, "precondition_failed")
+      const error = failed(yield* call(baseUrl, "GET", callback), 412, "precondition_failed")
       assert.deepStrictEqual(error.details, { reason: "provider_error" })
-      const again = wireError(yield* call(baseUrl, "GET", callback), 412, "precondition_failed")
+      const again = failed(yield* call(baseUrl, "GET", callback), 412, "precondition_failed")
       assert.deepStrictEqual(again.details, { reason: "invalid_state" })
     }))
 
@@ -301,15 +327,11 @@ layer(OAuthServer, { excludeTestServices: true })("OAuth sign-in over HTTP [pgli
       const { baseUrl } = yield* TestServer
       for (const provider of ["nope", "half", "globex", "NOT-VALID!", "x".repeat(40)]) {
         const path = encodeURIComponent(provider)
-        wireError(yield* call(baseUrl, "GET", `/v1/auth/oauth/${path}/start`), 404, "not_found")
-        wireError(yield* call(baseUrl, "GET", `/v1/auth/oauth/${path}/callback?state=s&code=c`), 404, "not_found")
+        failed(yield* call(baseUrl, "GET", `/v1/auth/oauth/${path}/start`), 404, "not_found")
+        failed(yield* call(baseUrl, "GET", `/v1/auth/oauth/${path}/callback?state=s&code=c`), 404, "not_found")
       }
       // a callback without its state is a validation failure of the query
-      const missing = wireError(
-        yield* call(baseUrl, "GET", "/v1/auth/oauth/acme/callback?code=c"),
-        422,
-        "validation_failed"
-      )
-      assert.isArray(missing.details.fields.state)
+      const missing = invalidFields(yield* call(baseUrl, "GET", "/v1/auth/oauth/acme/callback?code=c"))
+      assert.isArray(missing["state"])
     }))
 })

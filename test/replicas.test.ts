@@ -3,35 +3,26 @@
  * own connection pool and its own in-process state, share one scratch database. Sessions, idempotency slots, rate
  * limits, signing keys and slugs must behave as one service. Runs only when `DATABASE_URL` names a server.
  */
+import { Organization, Session, User } from "@cp/domain"
 import { Database } from "@cp/persistence"
-import { PgClient } from "@effect/sql-pg"
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { failed, ok } from "./support/envelope.ts"
+import { failed, nextCursor, ok, type Res, wire } from "./support/envelope.ts"
+import { scratchDatabaseUrl } from "./support/scratch.ts"
 import { call, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 
 const DATABASE_URL = process.env["DATABASE_URL"]
 
+const organizationOf = (res: Res) => ok(res, { organization: Organization }).organization
+const organizationsOf = (res: Res) => ok(res, { organizations: Schema.Array(Organization) }).organizations
+const sessionUserOf = (res: Res) => ok(res, { session: Session, user: User }).user
+
 /** One scratch database on the `DATABASE_URL` server, dropped (connections and all) when the suite ends. */
 class ScratchDatabase extends Context.Service<ScratchDatabase, { readonly url: string }>()("test/ScratchDatabase") {}
 
-const scratchDatabase = Layer.effect(
-  ScratchDatabase,
-  Effect.gen(function*() {
-    const serverUrl = DATABASE_URL ?? ""
-    const admin = Context.get(yield* Layer.build(Database.layerPostgres(serverUrl)), PgClient.PgClient)
-    const name = `cp_replicas_${randomUUID().replaceAll("-", "")}`
-    yield* Effect.acquireRelease(
-      admin`create database ${admin(name)}`,
-      () => Effect.orDie(admin`drop database if exists ${admin(name)} with (force)`)
-    )
-    const url = new URL(serverUrl)
-    url.pathname = `/${name}`
-    return { url: url.toString() }
-  })
-)
+const scratchDatabase = Layer.effect(ScratchDatabase, Effect.map(scratchDatabaseUrl("cp_replicas"), (url) => ({ url })))
 
 /** A whole server on its own pool over `url`; nothing of it is shared with the other replica. */
 const serverOver = (url: string) => testServerOver(Database.layerPostgres(url))
@@ -75,8 +66,8 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
         const b = yield* ReplicaB
         // Started on A, completed on B: the challenge is shared too.
         const { token, user } = yield* signIn(a.baseUrl, { completeOn: b.baseUrl })
-        assert.strictEqual(ok(yield* call(a.baseUrl, "GET", "/v1/auth/session", { token })).user.id, user.id)
-        assert.strictEqual(ok(yield* call(b.baseUrl, "GET", "/v1/auth/session", { token })).user.id, user.id)
+        assert.strictEqual(sessionUserOf(yield* call(a.baseUrl, "GET", "/v1/auth/session", { token })).id, user.id)
+        assert.strictEqual(sessionUserOf(yield* call(b.baseUrl, "GET", "/v1/auth/session", { token })).id, user.id)
         assert.deepStrictEqual(ok(yield* call(b.baseUrl, "POST", "/v1/auth/logout", { token })), { success: true })
         failed(yield* call(a.baseUrl, "GET", "/v1/auth/session", { token }), 401, "unauthenticated")
         failed(yield* call(a.baseUrl, "GET", "/v1/organizations", { token }), 401, "unauthenticated")
@@ -96,8 +87,8 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
         assert.strictEqual(again.status, 200)
         assert.strictEqual(again.text, first.text)
         assert.strictEqual(again.headers.get("idempotent-replayed"), "true")
-        const list = ok(yield* call(b.baseUrl, "GET", "/v1/organizations", { token }))
-        assert.deepStrictEqual(list.organizations.map((o: any) => o.name), ["Replicated", "Personal"])
+        const list = organizationsOf(yield* call(b.baseUrl, "GET", "/v1/organizations", { token }))
+        assert.deepStrictEqual(list.map((o) => o.name), ["Replicated", "Personal"])
       }))
 
     it.effect("the same Idempotency-Key sent to both replicas at once creates one workspace", () =>
@@ -115,8 +106,8 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
         for (const res of answers) assert.include([200, 409], res.status, res.text)
         const fresh = answers.filter((res) => res.status === 200 && res.headers.get("idempotent-replayed") === null)
         assert.lengthOf(fresh, 1)
-        const list = ok(yield* call(b.baseUrl, "GET", "/v1/organizations", { token }))
-        assert.deepStrictEqual(list.organizations.map((o: any) => o.name), ["Raced", "Personal"])
+        const list = organizationsOf(yield* call(b.baseUrl, "GET", "/v1/organizations", { token }))
+        assert.deepStrictEqual(list.map((o) => o.name), ["Raced", "Personal"])
       }))
 
     it.effect("rate limits are shared: 10 login starts on A, the 11th on B is 429", () =>
@@ -127,10 +118,11 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
         for (let i = 0; i < 10; i++) ok(yield* call(a.baseUrl, "POST", "/v1/auth/login/start", { body: { email } }))
         const res = yield* call(b.baseUrl, "POST", "/v1/auth/login/start", { body: { email } })
         const error = failed(res, 429, "rate_limited")
-        assert.strictEqual(error.details.scope, "identity")
-        assert.isAbove(error.details.retryAfterSeconds, 0)
-        assert.isAtMost(error.details.retryAfterSeconds, 60)
-        assert.strictEqual(res.headers.get("retry-after"), String(error.details.retryAfterSeconds))
+        assert.strictEqual(error.details["scope"], "identity")
+        const retryAfter = wire(Schema.Number, error.details["retryAfterSeconds"])
+        assert.isAbove(retryAfter, 0)
+        assert.isAtMost(retryAfter, 60)
+        assert.strictEqual(res.headers.get("retry-after"), String(retryAfter))
         failed(yield* call(a.baseUrl, "POST", "/v1/auth/login/start", { body: { email } }), 429, "rate_limited")
       }))
 
@@ -139,16 +131,19 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
         const a = yield* ReplicaA
         const b = yield* ReplicaB
         const { token } = yield* signIn(b.baseUrl)
-        const org =
-          ok(yield* call(a.baseUrl, "POST", "/v1/organizations", { token, body: { name: "Made on A" } })).organization
+        const org = organizationOf(
+          yield* call(a.baseUrl, "POST", "/v1/organizations", { token, body: { name: "Made on A" } })
+        )
         assert.deepStrictEqual(
-          ok(yield* call(b.baseUrl, "GET", `/v1/organizations/${org.slug}`, { token })).organization,
+          organizationOf(yield* call(b.baseUrl, "GET", `/v1/organizations/${org.slug}`, { token })),
           org
         )
         const page = yield* call(a.baseUrl, "GET", "/v1/organizations?limit=1", { token })
-        const cursor = encodeURIComponent((page.json as any).meta.cursor)
-        const rest = ok(yield* call(b.baseUrl, "GET", `/v1/organizations?limit=1&cursor=${cursor}`, { token }))
-        assert.strictEqual(rest.organizations[0].name, "Personal")
+        const cursor = encodeURIComponent(nextCursor(page))
+        const rest = organizationsOf(
+          yield* call(b.baseUrl, "GET", `/v1/organizations?limit=1&cursor=${cursor}`, { token })
+        )
+        assert.strictEqual(rest[0]?.name, "Personal")
       }))
 
     it.effect("concurrent creates of one derived slug across replicas get distinct suffixes", () =>
@@ -164,7 +159,7 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("replicas", (
           ),
           { concurrency: "unbounded" }
         )
-        const slugs = answers.map((res) => ok(res).organization.slug as string).sort()
+        const slugs = answers.map((res) => organizationOf(res).slug).sort()
         const base = name.toLowerCase().replace(" ", "-")
         assert.sameMembers(slugs, [base, `${base}-2`, `${base}-3`, `${base}-4`, `${base}-5`, `${base}-6`])
       }))

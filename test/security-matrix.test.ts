@@ -16,29 +16,39 @@
  */
 import {
   ControlPlaneApi,
+  CreatedApiKey,
+  Environment,
+  FeatureFlag,
+  Invitation,
+  InvitationDelivery,
+  LoginChallenge,
+  Organization,
+  OutboxMessage,
   type Permission,
+  Project,
   ReachesHiddenWorkspace,
   RequiredAccess,
   type Requirement,
   rolePermissions,
+  Secret,
+  Setting,
+  Team,
+  TeamMember,
+  TeamRoleGrant,
   type WorkspaceRole,
   workspaceRoles
 } from "@cp/domain"
 import { newId } from "@cp/server/platform/ids"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { HttpApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
-import { ok, type Res } from "./support/envelope.ts"
+import { databaseLayer } from "../packages/persistence/test/harness.ts"
+import { ok, type Res, wire } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, TestServer, testServerOver } from "./support/server.ts"
+import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
-
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
 
 /** A configured OAuth provider, so its start route answers (302) rather than 404. Nothing is ever fetched from it. */
 const OAUTH_ENV = {
@@ -87,7 +97,9 @@ interface Caller {
 /** A caller that is nobody yet (no account, no token): whom a fixture prepares for when no real caller is involved. */
 const someoneElse = (): Caller => ({ token: "", userId: newId("usr_", Date.now()), email: freshEmail("nobody") })
 
-/** The people of the matrix: the target workspace, its creator, one holder per role, and a user of another workspace. */
+/**
+ * The people of the matrix: the target workspace, its creator, one holder per role, and a user of another workspace.
+ */
 class World extends Context.Service<World, {
   readonly orgId: string
   readonly creator: Caller
@@ -107,8 +119,11 @@ const personalWorkspaceOf = (caller: Caller) =>
   Effect.flatMap(
     TestServer,
     ({ baseUrl }) =>
-      Effect.map(call(baseUrl, "GET", "/v1/organizations", { token: caller.token }), (res) =>
-        ok(res).organizations[0].id as string)
+      Effect.map(call(baseUrl, "GET", "/v1/organizations", { token: caller.token }), (res) => {
+        const [personal] = ok(res, { organizations: Schema.Array(Organization) }).organizations
+        assert.isDefined(personal)
+        return personal.id
+      })
   )
 
 /** A signed-in user holding `role` on the workspace, through an active membership and one binding. */
@@ -154,8 +169,17 @@ interface Fixture {
   readonly referencesInBody?: boolean
 }
 
-/** Raw HTTP as the workspace's creator, for setting fixtures up; fails the test unless it succeeds. */
-const asCreator = (ctx: Ctx, method: string, path: string, body?: unknown) =>
+/**
+ * Raw HTTP as the workspace's creator, for setting fixtures up: the answer's data, checked against `fields`; fails
+ * the test unless it succeeds.
+ */
+const asCreator = <const F extends Schema.Struct.Fields>(
+  ctx: Ctx,
+  method: string,
+  path: string,
+  fields: F,
+  body?: unknown
+) =>
   Effect.flatMap(TestServer, ({ baseUrl }) =>
     Effect.map(
       call(
@@ -164,13 +188,13 @@ const asCreator = (ctx: Ctx, method: string, path: string, body?: unknown) =>
         `/v1/organizations/${ctx.orgId}${path}`,
         body === undefined ? { token: ctx.creator.token } : { token: ctx.creator.token, body }
       ),
-      (res) => ok(res)
+      (res) => ok(res, fields)
     ))
 
 const newTeam = (ctx: Ctx) =>
   Effect.map(
-    asCreator(ctx, "POST", "/teams", { name: `Team ${randomUUID().slice(0, 8)}` }),
-    (data) => data.team.id as string
+    asCreator(ctx, "POST", "/teams", { team: Team }, { name: `Team ${randomUUID().slice(0, 8)}` }),
+    (data) => data.team.id
   )
 
 /**
@@ -184,23 +208,26 @@ const unlimitedProjects = (orgId: string) =>
     yield* sql`
       insert into plan_entitlements (plan_id, entitlement_key, value_type, enabled, limit_value)
       values ('matrix-unlimited', 'limit.projects', 'quantity', true, null) on conflict do nothing`
-    yield* sql`insert into workspace_plans (org_id, plan_id) values (${orgId}, 'matrix-unlimited') on conflict do nothing`
+    yield* sql`
+      insert into workspace_plans (org_id, plan_id) values (${orgId}, 'matrix-unlimited') on conflict do nothing`
   }).pipe(Effect.orDie)
 
 const newProject = (ctx: Ctx) =>
   Effect.andThen(
     unlimitedProjects(ctx.orgId),
-    Effect.map(asCreator(ctx, "POST", "/projects", { name: `Project ${randomUUID().slice(0, 8)}` }), (data) =>
-      data.project.id as string)
+    Effect.map(
+      asCreator(ctx, "POST", "/projects", { project: Project }, { name: `Project ${randomUUID().slice(0, 8)}` }),
+      (data) => data.project.id
+    )
   )
 
 const newEnvironment = (ctx: Ctx) =>
   Effect.gen(function*() {
     const projectId = yield* newProject(ctx)
-    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, {
+    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, { environment: Environment }, {
       name: `Env ${randomUUID().slice(0, 8)}`
     })
-    return { projectId, environmentId: data.environment.id as string }
+    return { projectId, environmentId: data.environment.id }
   })
 
 /** A subject that belongs to the workspace (an active member with no role of its own), by id only. */
@@ -226,18 +253,23 @@ const newMemberId = (ctx: Ctx) =>
 
 /** An invitation from the creator to the caller's own address: its id and (test mode) its token. */
 const invitationForCaller = (ctx: Ctx) =>
-  Effect.map(asCreator(ctx, "POST", "/invitations", { email: ctx.caller.email, role: "viewer" }), (data) => ({
-    id: data.invitation.id as string,
-    token: data.delivery.token as string
-  }))
+  Effect.map(
+    asCreator(ctx, "POST", "/invitations", { invitation: Invitation, delivery: InvitationDelivery }, {
+      email: ctx.caller.email,
+      role: "viewer"
+    }),
+    (data) => ({ id: data.invitation.id, token: data.delivery.token })
+  )
 
 const loginCode = (email: string) =>
   Effect.gen(function*() {
     const { baseUrl } = yield* TestServer
-    const start = ok(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email } }))
-    const outbox = ok(yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`))
-    const message = outbox.messages.find((m: any) => m.data.challengeId === start.challengeId)
-    return { challengeId: start.challengeId as string, code: message.data.code as string }
+    const start = ok(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email } }), LoginChallenge)
+    const outbox = ok(yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`), {
+      messages: Schema.Array(OutboxMessage)
+    })
+    const message = outbox.messages.find((m) => m.data["challengeId"] === start.challengeId)
+    return { challengeId: start.challengeId, code: wire(Schema.String, message?.data["code"]) }
   })
 
 /**
@@ -249,12 +281,14 @@ const configScopeOf = (ctx: Ctx) =>
   Effect.gen(function*() {
     const known = configScopes.get(ctx.orgId)
     if (known !== undefined) return known
-    const project = yield* asCreator(ctx, "POST", "/projects", { name: `Matrix config ${randomUUID().slice(0, 8)}` })
-    const projectId = project.project.id as string
-    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, {
+    const project = yield* asCreator(ctx, "POST", "/projects", { project: Project }, {
+      name: `Matrix config ${randomUUID().slice(0, 8)}`
+    })
+    const projectId = project.project.id
+    const data = yield* asCreator(ctx, "POST", `/projects/${projectId}/environments`, { environment: Environment }, {
       name: `Env ${randomUUID().slice(0, 8)}`
     })
-    const scope = { projectId, environmentId: data.environment.id as string }
+    const scope = { projectId, environmentId: data.environment.id }
     configScopes.set(ctx.orgId, scope)
     return scope
   })
@@ -280,8 +314,11 @@ const configFixtures = (
       request: (ctx) =>
         Effect.gen(function*() {
           const params = yield* scope(ctx)
-          const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/settings`, { key: key(), value: 1 })
-          return { params: { ...params, settingId: data.setting.id as string }, body: { value: 2 } }
+          const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/settings`, { setting: Setting }, {
+            key: key(),
+            value: 1
+          })
+          return { params: { ...params, settingId: data.setting.id }, body: { value: 2 } }
         })
     },
     [`${group}.listFeatureFlags`]: { request: (ctx) => Effect.map(scope(ctx), (params) => ({ params })) },
@@ -293,10 +330,12 @@ const configFixtures = (
         Effect.gen(function*() {
           const params = yield* scope(ctx)
           const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/feature-flags`, {
+            featureFlag: FeatureFlag
+          }, {
             key: key(),
             enabled: true
           })
-          return { params: { ...params, flagId: data.featureFlag.id as string }, body: { enabled: false } }
+          return { params: { ...params, flagId: data.featureFlag.id }, body: { enabled: false } }
         })
     }
   }
@@ -312,12 +351,12 @@ const secretFixtures = (
   const newSecret = (ctx: Ctx) =>
     Effect.gen(function*() {
       const params = yield* scope(ctx)
-      const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/secrets`, {
+      const data = yield* asCreator(ctx, "POST", `${prefix(params)}/config/secrets`, { secret: Secret }, {
         secretKey: secretKey(),
         value: "matrix-value",
         displayName: "Matrix"
       })
-      return { ...params, secretId: data.secret.id as string }
+      return { ...params, secretId: data.secret.id }
     })
   return {
     [`${group}.list`]: { request: (ctx) => Effect.map(scope(ctx), (params) => ({ params })) },
@@ -385,9 +424,10 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   "apiKeys.list": { request: none },
   "apiKeys.revoke": {
     request: (ctx) =>
-      Effect.map(asCreator(ctx, "POST", "/api-keys", { label: "to revoke", role: "viewer" }), (data) => ({
-        params: { apiKeyId: data.apiKey.id }
-      }))
+      Effect.map(
+        asCreator(ctx, "POST", "/api-keys", { apiKey: CreatedApiKey }, { label: "to revoke", role: "viewer" }),
+        (data) => ({ params: { apiKeyId: data.apiKey.id } })
+      )
   },
 
   "audit.list": { request: none },
@@ -402,9 +442,13 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   "invitations.create": { request: () => Effect.succeed({ body: { email: freshEmail("invitee"), role: "viewer" } }) },
   "invitations.revoke": {
     request: (ctx) =>
-      Effect.map(asCreator(ctx, "POST", "/invitations", { email: freshEmail("revoked"), role: "viewer" }), (data) => ({
-        params: { invitationId: data.invitation.id }
-      }))
+      Effect.map(
+        asCreator(ctx, "POST", "/invitations", { invitation: Invitation }, {
+          email: freshEmail("revoked"),
+          role: "viewer"
+        }),
+        (data) => ({ params: { invitationId: data.invitation.id } })
+      )
   },
   // Invited before it got its role, a member already belongs (409); the outsider, invited too, joins.
   "invitations.accept": {
@@ -439,7 +483,7 @@ const fixtures: Readonly<Record<string, Fixture>> = {
       Effect.gen(function*() {
         const teamId = yield* newTeam(ctx)
         const subjectId = yield* newWorkspaceMember(ctx)
-        yield* asCreator(ctx, "POST", `/teams/${teamId}/members`, { subjectId })
+        yield* asCreator(ctx, "POST", `/teams/${teamId}/members`, { member: TeamMember }, { subjectId })
         return { params: { teamId, subjectId } }
       })
   },
@@ -453,7 +497,7 @@ const fixtures: Readonly<Record<string, Fixture>> = {
     request: (ctx) =>
       Effect.gen(function*() {
         const body = { teamId: yield* newTeam(ctx), role: "viewer", scopeKind: "organization" }
-        yield* asCreator(ctx, "POST", "/team-roles", body)
+        yield* asCreator(ctx, "POST", "/team-roles", { grant: TeamRoleGrant }, body)
         return { body }
       }),
     referencesInBody: true
@@ -468,7 +512,7 @@ const fixtures: Readonly<Record<string, Fixture>> = {
     request: (ctx) =>
       Effect.gen(function*() {
         const projectId = yield* newProject(ctx)
-        yield* asCreator(ctx, "DELETE", `/projects/${projectId}`)
+        yield* asCreator(ctx, "DELETE", `/projects/${projectId}`, { project: Project })
         return { params: { projectId } }
       })
   },
@@ -485,15 +529,21 @@ const fixtures: Readonly<Record<string, Fixture>> = {
 /** How a call came out, in the terms the matrix speaks. */
 type Outcome = "allow" | "deny:401" | "deny:403" | "deny:404" | `unexpected ${string}`
 
+/** What a denial must carry: the error code, and (for 403) the permission in its details. */
+const Denial = Schema.Struct({
+  error: Schema.Struct({ code: Schema.String, details: Schema.Record(Schema.String, Schema.Unknown) })
+})
+const isDenial = Schema.is(Denial)
+
 const outcomeOf = (route: Route, fixture: Fixture, res: Res): Outcome => {
-  const body = res.json as { readonly error?: { readonly code: string; readonly details: Record<string, unknown> } }
   if (res.status < 400 || fixture.alsoAllowed?.includes(res.status)) return "allow"
+  const error = isDenial(res.json) ? res.json.error : undefined
   const permission = route.requirement._tag === "Permission" ? route.requirement.permission : undefined
-  if (res.status === 401 && body.error?.code === "unauthenticated") return "deny:401"
-  if (res.status === 403 && body.error?.code === "forbidden" && body.error.details["permission"] === permission) {
+  if (res.status === 401 && error?.code === "unauthenticated") return "deny:401"
+  if (res.status === 403 && error?.code === "forbidden" && error.details["permission"] === permission) {
     return "deny:403"
   }
-  if (res.status === 404 && body.error?.code === "not_found") return "deny:404"
+  if (res.status === 404 && error?.code === "not_found") return "deny:404"
   return `unexpected ${res.status} ${res.text.slice(0, 300)}`
 }
 
@@ -543,7 +593,7 @@ describe("security matrix fixtures", () => {
   })
 })
 
-for (const backend of backends) {
+for (const backend of sqlBackends) {
   layer(WorldLive.pipe(Layer.provideMerge(testServerOver(databaseLayer(backend), OAUTH_ENV))), {
     excludeTestServices: true
   })(`security matrix [${backend}]`, (it) => {

@@ -11,11 +11,11 @@ import { EventLog } from "@cp/server/platform/events"
 import { newId } from "@cp/server/platform/ids"
 import { EnvironmentSweep } from "@cp/server/projects/sweep"
 import { RepositoriesSql } from "@cp/server/repositories"
-import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
+import { scratchDatabaseUrl } from "./support/scratch.ts"
 
 const DATABASE_URL = process.env["DATABASE_URL"]
 
@@ -30,67 +30,65 @@ const replicaOver = (url: string) =>
     Layer.fresh
   )
 
-describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("idle sweep on two replicas", () => {
-  it.live("every idle environment is archived exactly once, with one event each", () =>
-    Effect.gen(function*() {
-      const serverUrl = DATABASE_URL ?? ""
-      const admin = Context.get(yield* Layer.build(Database.layerPostgres(serverUrl)), PgClient.PgClient)
-      const name = `cp_sweep_${randomUUID().replaceAll("-", "")}`
-      yield* Effect.acquireRelease(
-        admin`create database ${admin(name)}`,
-        () => Effect.orDie(admin`drop database if exists ${admin(name)} with (force)`)
-      )
-      const url = new URL(serverUrl)
-      url.pathname = `/${name}`
-      const [a, b] = yield* Effect.all([
-        Layer.build(replicaOver(url.toString())),
-        Layer.build(replicaOver(url.toString()))
-      ], {
-        concurrency: 2
-      })
-
-      // Seed through replica A: one workspace, one project, 250 environments idle since 2001 (several batches).
-      const old = new Date("2001-01-01T00:00:00.000Z")
-      const publicId = WorkspaceRef.make(newId(IdPrefix.workspace, Date.now()))
-      const orgId = OrgId.make(newId(IdPrefix.org, Date.now()))
-      yield* Context.get(a, OrganizationsRepo).insert({
-        id: orgId,
-        publicId,
-        name: "Sweep",
-        slug: `sweep-${randomUUID()}`,
-        kind: "account",
-        accountId: publicId,
-        isAccountRoot: true,
-        createdAt: old,
-        updatedAt: old
-      }).pipe(Effect.orDie)
-      const projectId = ProjectId.make(newId(IdPrefix.project, Date.now()))
-      yield* Context.get(a, ProjectsRepo).insert({
-        id: projectId,
+/** Seeds through `replica` one workspace and one project with `total` environments idle since 2001: their ids. */
+const seedIdleEnvironments = (
+  replica: Context.Context<OrganizationsRepo | ProjectsRepo | EnvironmentsRepo>,
+  total: number
+) =>
+  Effect.gen(function*() {
+    const old = new Date("2001-01-01T00:00:00.000Z")
+    const publicId = WorkspaceRef.make(newId(IdPrefix.workspace, Date.now()))
+    const orgId = OrgId.make(newId(IdPrefix.org, Date.now()))
+    yield* Context.get(replica, OrganizationsRepo).insert({
+      id: orgId,
+      publicId,
+      name: "Sweep",
+      slug: `sweep-${randomUUID()}`,
+      kind: "account",
+      accountId: publicId,
+      isAccountRoot: true,
+      createdAt: old,
+      updatedAt: old
+    })
+    const projectId = ProjectId.make(newId(IdPrefix.project, Date.now()))
+    yield* Context.get(replica, ProjectsRepo).insert({
+      id: projectId,
+      orgId,
+      name: "Sweep",
+      slug: "sweep",
+      status: "active",
+      createdAt: old,
+      updatedAt: old,
+      archivedAt: null
+    })
+    const environments = Context.get(replica, EnvironmentsRepo)
+    for (let i = 0; i < total; i++) {
+      yield* environments.insert({
+        id: EnvironmentId.make(newId(IdPrefix.environment, Date.now())),
         orgId,
-        name: "Sweep",
-        slug: "sweep",
+        projectId,
+        name: `E${i}`,
+        slug: `e${i}`,
         status: "active",
         createdAt: old,
         updatedAt: old,
-        archivedAt: null
-      }).pipe(Effect.orDie)
-      const environments = Context.get(a, EnvironmentsRepo)
+        archivedAt: null,
+        lastActiveAt: null
+      })
+    }
+    return { orgId, projectId }
+  }).pipe(Effect.orDie)
+
+describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("idle sweep on two replicas", () => {
+  it.live("every idle environment is archived exactly once, with one event each", () =>
+    Effect.gen(function*() {
+      const url = yield* scratchDatabaseUrl("cp_sweep")
+      const [a, b] = yield* Effect.all([Layer.build(replicaOver(url)), Layer.build(replicaOver(url))], {
+        concurrency: 2
+      })
+      // Several batches' worth.
       const total = 250
-      for (let i = 0; i < total; i++) {
-        yield* environments.insert({
-          id: EnvironmentId.make(newId(IdPrefix.environment, Date.now())),
-          orgId,
-          projectId,
-          name: `E${i}`,
-          slug: `e${i}`,
-          status: "active",
-          createdAt: old,
-          updatedAt: old,
-          archivedAt: null,
-          lastActiveAt: null
-        }).pipe(Effect.orDie)
-      }
+      const { orgId, projectId } = yield* seedIdleEnvironments(a, total)
 
       // Both replicas sweep at the same time, three times each.
       const runs = yield* Effect.all(

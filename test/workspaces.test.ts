@@ -6,30 +6,25 @@
  * Sharing a workspace needs invitations, which do not exist yet, so the cases that need a second member write the
  * role binding straight into the database (the same rows an accepted invitation would write).
  */
-import { permissions } from "@cp/domain"
+import { ChildWorkspace, Membership, Organization, permissions, User } from "@cp/domain"
 import { newId } from "@cp/server/platform/ids"
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { type Backend, databaseLayer } from "../packages/persistence/test/harness.ts"
-import { failed, ok } from "./support/envelope.ts"
+import { decisionByAction, decisionsOf } from "./support/access.ts"
+import { failed, invalidFields, ISO_MS, metaOf, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, clientFor, TestServer, testServerOver } from "./support/server.ts"
+import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 
 const serverWithDatabase = (backend: Exclude<Backend, "memory">) => testServerOver(databaseLayer(backend))
 
-const backends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
-  ? ["pglite", "postgres"]
-  : ["pglite"]
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const unique = () => randomUUID().replaceAll("-", "").slice(0, 10)
 
 /** The spec's Workspace fields, each well formed. */
-const assertOrganizationShape = (org: any) => {
+const assertOrganizationShape = (org: typeof Organization.Encoded) => {
   assert.deepStrictEqual(
     Object.keys(org).sort(),
     ["accountId", "createdAt", "id", "isAccountRoot", "kind", "name", "slug", "workspaceRef"]
@@ -42,7 +37,10 @@ const assertOrganizationShape = (org: any) => {
   assert.strictEqual(org.isAccountRoot, org.accountId === org.workspaceRef)
 }
 
-for (const backend of backends) {
+const organizationOf = (res: Res) => ok(res, { organization: Organization }).organization
+const organizationsOf = (res: Res) => ok(res, { organizations: Schema.Array(Organization) }).organizations
+
+for (const backend of sqlBackends) {
   layer(serverWithDatabase(backend), { excludeTestServices: true })(`workspaces [${backend}]`, (it) => {
     const create = (baseUrl: string, token: string, body: unknown) =>
       call(baseUrl, "POST", "/v1/organizations", { token, body })
@@ -52,9 +50,13 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const email = freshEmail(prefix)
         const session = yield* signIn(baseUrl, { email })
-        const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }))
-        assert.lengthOf(list.organizations, 1)
-        return { ...session, email, personal: list.organizations[0] }
+        const organizations = organizationsOf(
+          yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token })
+        )
+        assert.lengthOf(organizations, 1)
+        const [personal] = organizations
+        if (personal === undefined) return assert.fail("no Personal workspace")
+        return { ...session, email, personal }
       })
 
     /** What an accepted invitation would write: a membership and one workspace-scoped role binding. */
@@ -70,7 +72,7 @@ for (const backend of backends) {
         assert.strictEqual(user.personal.kind, "account")
         assert.isTrue(user.personal.isAccountRoot)
         assert.strictEqual(user.personal.accountId, user.personal.workspaceRef)
-        const profile = ok(yield* call(baseUrl, "GET", "/v1/auth/profile", { token: user.token }))
+        const profile = ok(yield* call(baseUrl, "GET", "/v1/auth/profile", { token: user.token }), { user: User })
         assert.strictEqual(profile.user.lastOrgSlug, user.personal.slug)
       }))
 
@@ -79,7 +81,7 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
         const res = yield* create(baseUrl, user.token, { name: `  Acme Rockets ${unique()}  ` })
-        const data = ok(res)
+        const data = ok(res, { organization: Organization, membership: Membership })
         assert.deepStrictEqual(Object.keys(data).sort(), ["membership", "organization"])
         const org = data.organization
         assertOrganizationShape(org)
@@ -105,13 +107,13 @@ for (const backend of backends) {
         const u = unique()
         const slugs: Array<string> = []
         for (const name of [`Acme ${u}`, `acme ${u}`, `ACME — ${u}!`]) {
-          slugs.push(ok(yield* create(baseUrl, user.token, { name })).organization.slug)
+          slugs.push(organizationOf(yield* create(baseUrl, user.token, { name })).slug)
         }
         assert.deepStrictEqual(slugs, [`acme-${u}`, `acme-${u}-2`, `acme-${u}-3`])
         // Another user deriving the same slug continues the sequence: slugs are global.
         const other = yield* newUser(baseUrl)
         assert.strictEqual(
-          ok(yield* create(baseUrl, other.token, { name: `Acme ${u}` })).organization.slug,
+          organizationOf(yield* create(baseUrl, other.token, { name: `Acme ${u}` })).slug,
           `acme-${u}-4`
         )
       }))
@@ -122,13 +124,13 @@ for (const backend of backends) {
         const user = yield* newUser(baseUrl)
         const u = unique()
         assert.strictEqual(
-          ok(yield* create(baseUrl, user.token, { name: `Été Café ${u}` })).organization.slug,
+          organizationOf(yield* create(baseUrl, user.token, { name: `Été Café ${u}` })).slug,
           `ete-cafe-${u}`
         )
-        assert.match(ok(yield* create(baseUrl, user.token, { name: "!!!" })).organization.slug, /^workspace(-\d+)?$/)
+        assert.match(organizationOf(yield* create(baseUrl, user.token, { name: "!!!" })).slug, /^workspace(-\d+)?$/)
         const long = `${u}${"x".repeat(110)}`
-        const first = ok(yield* create(baseUrl, user.token, { name: long })).organization.slug
-        const second = ok(yield* create(baseUrl, user.token, { name: long })).organization.slug
+        const first = organizationOf(yield* create(baseUrl, user.token, { name: long })).slug
+        const second = organizationOf(yield* create(baseUrl, user.token, { name: long })).slug
         assert.isAtMost(first.length, 63)
         assert.strictEqual(second, `${first}-2`)
         assert.isAtMost(second.length, 63)
@@ -139,40 +141,36 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
         const slug = `taken-${unique()}`
-        assert.strictEqual(ok(yield* create(baseUrl, user.token, { name: "One", slug })).organization.slug, slug)
+        assert.strictEqual(organizationOf(yield* create(baseUrl, user.token, { name: "One", slug })).slug, slug)
         failed(yield* create(baseUrl, user.token, { name: "Two", slug }), 409, "conflict")
         // Taken by another user's workspace, or by a Personal slug: still a conflict (slugs are global).
         const other = yield* newUser(baseUrl)
         failed(yield* create(baseUrl, other.token, { name: "Three", slug }), 409, "conflict")
         failed(yield* create(baseUrl, other.token, { name: "Four", slug: user.personal.slug }), 409, "conflict")
-        const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: user.token }))
-        assert.deepStrictEqual(list.organizations.map((o: any) => o.name), ["One", "Personal"])
+        const list = organizationsOf(yield* call(baseUrl, "GET", "/v1/organizations", { token: user.token }))
+        assert.deepStrictEqual(list.map((o) => o.name), ["One", "Personal"])
       }))
 
     it.effect("invalid slug, blank or missing name: 422 with details.fields", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
-        const both = failed(
-          yield* create(baseUrl, user.token, { name: "   ", slug: "Bad Slug" }),
-          422,
-          "validation_failed"
-        )
-        assert.deepStrictEqual(Object.keys(both.details.fields).sort(), ["name", "slug"])
-        assert.isAbove(both.details.fields.name.length, 0)
-        assert.isString(both.details.fields.slug[0])
-        const missing = failed(yield* create(baseUrl, user.token, {}), 422, "validation_failed")
-        assert.property(missing.details.fields, "name")
+        const both = invalidFields(yield* create(baseUrl, user.token, { name: "   ", slug: "Bad Slug" }))
+        assert.deepStrictEqual(Object.keys(both).sort(), ["name", "slug"])
+        assert.isAbove(both["name"]?.length ?? 0, 0)
+        assert.isString(both["slug"]?.[0])
+        const missing = invalidFields(yield* create(baseUrl, user.token, {}))
+        assert.property(missing, "name")
         for (const slug of ["", "-lead", "UPPER", "under_score", "a".repeat(64), 42]) {
-          const error = failed(yield* create(baseUrl, user.token, { name: "Valid", slug }), 422, "validation_failed")
-          assert.deepStrictEqual(Object.keys(error.details.fields), ["slug"], JSON.stringify(slug))
+          const error = invalidFields(yield* create(baseUrl, user.token, { name: "Valid", slug }))
+          assert.deepStrictEqual(Object.keys(error), ["slug"], JSON.stringify(slug))
         }
         failed(yield* create(baseUrl, user.token, { name: "n".repeat(129) }), 422, "validation_failed")
         // The edges of the valid range are accepted.
         const edge = `${unique()}${"a".repeat(53)}`
-        assert.strictEqual(ok(yield* create(baseUrl, user.token, { name: "Edge", slug: edge })).organization.slug, edge)
-        const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: user.token }))
-        assert.lengthOf(list.organizations, 2, "no failed create left a workspace behind")
+        assert.strictEqual(organizationOf(yield* create(baseUrl, user.token, { name: "Edge", slug: edge })).slug, edge)
+        const list = organizationsOf(yield* call(baseUrl, "GET", "/v1/organizations", { token: user.token }))
+        assert.lengthOf(list, 2, "no failed create left a workspace behind")
       }))
 
     it.effect("list: only the caller's workspaces, newest first", () =>
@@ -180,23 +178,23 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const alice = yield* newUser(baseUrl, "alice")
         const bob = yield* newUser(baseUrl, "bob")
-        const a1 = ok(yield* create(baseUrl, alice.token, { name: "Alice One" })).organization
-        const a2 = ok(yield* create(baseUrl, alice.token, { name: "Alice Two" })).organization
-        const b1 = ok(yield* create(baseUrl, bob.token, { name: "Bob One" })).organization
-        const aliceList = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: alice.token }))
-        assert.deepStrictEqual(aliceList.organizations.map((o: any) => o.id), [a2.id, a1.id, alice.personal.id])
-        assert.deepStrictEqual(aliceList.organizations[0], a2, "list entries equal the create answer")
-        const bobList = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: bob.token }))
-        assert.deepStrictEqual(bobList.organizations.map((o: any) => o.id), [b1.id, bob.personal.id])
-        const page = (yield* call(baseUrl, "GET", "/v1/organizations", { token: bob.token })).json as any
-        assert.isNull(page.meta.cursor)
+        const a1 = organizationOf(yield* create(baseUrl, alice.token, { name: "Alice One" }))
+        const a2 = organizationOf(yield* create(baseUrl, alice.token, { name: "Alice Two" }))
+        const b1 = organizationOf(yield* create(baseUrl, bob.token, { name: "Bob One" }))
+        const aliceList = organizationsOf(yield* call(baseUrl, "GET", "/v1/organizations", { token: alice.token }))
+        assert.deepStrictEqual(aliceList.map((o) => o.id), [a2.id, a1.id, alice.personal.id])
+        assert.deepStrictEqual(aliceList[0], a2, "list entries equal the create answer")
+        const bobList = organizationsOf(yield* call(baseUrl, "GET", "/v1/organizations", { token: bob.token }))
+        assert.deepStrictEqual(bobList.map((o) => o.id), [b1.id, bob.personal.id])
+        const page = yield* call(baseUrl, "GET", "/v1/organizations", { token: bob.token })
+        assert.isNull(metaOf(page).cursor)
       }))
 
     it.effect("get by org_ id, ws_ id and slug answers the same body", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
-        const org = ok(yield* create(baseUrl, user.token, { name: `Refs ${unique()}` })).organization
+        const org = organizationOf(yield* create(baseUrl, user.token, { name: `Refs ${unique()}` }))
         const bodies: Array<unknown> = []
         for (const ref of [org.id, org.workspaceRef, org.slug]) {
           bodies.push(ok(yield* call(baseUrl, "GET", `/v1/organizations/${ref}`, { token: user.token })))
@@ -212,7 +210,7 @@ for (const backend of backends) {
         const { baseUrl } = yield* TestServer
         const owner = yield* newUser(baseUrl)
         const stranger = yield* newUser(baseUrl)
-        const child = ok(yield* create(baseUrl, owner.token, { name: `Hidden ${unique()}` })).organization
+        const child = organizationOf(yield* create(baseUrl, owner.token, { name: `Hidden ${unique()}` }))
         for (const org of [owner.personal, child]) {
           for (const ref of [org.id, org.workspaceRef, org.slug]) {
             for (const suffix of ["", "/workspaces", "/effective-access"]) {
@@ -253,12 +251,13 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
-        const c1 = ok(yield* create(baseUrl, user.token, { name: "Child One" })).organization
-        const c2 = ok(yield* create(baseUrl, user.token, { name: "Child Two" })).organization
+        const c1 = organizationOf(yield* create(baseUrl, user.token, { name: "Child One" }))
+        const c2 = organizationOf(yield* create(baseUrl, user.token, { name: "Child Two" }))
         const children = ok(
           yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.slug}/workspaces`, {
             token: user.token
-          })
+          }),
+          { workspaces: Schema.Array(ChildWorkspace) }
         )
         assert.deepStrictEqual(children.workspaces, [
           { orgId: c2.id, workspaceRef: c2.workspaceRef, name: "Child Two" },
@@ -267,12 +266,13 @@ for (const backend of backends) {
         const page = yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.id}/workspaces`, {
           token: user.token
         })
-        assert.isNull((page.json as any).meta.cursor)
+        assert.isNull(metaOf(page).cursor)
         // A child workspace has no children of its own.
         const none = ok(
           yield* call(baseUrl, "GET", `/v1/organizations/${c1.workspaceRef}/workspaces`, {
             token: user.token
-          })
+          }),
+          { workspaces: Schema.Array(ChildWorkspace) }
         )
         assert.deepStrictEqual(none.workspaces, [])
       }))
@@ -281,7 +281,7 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
-        const child = ok(yield* create(baseUrl, user.token, { name: "Access" })).organization
+        const child = organizationOf(yield* create(baseUrl, user.token, { name: "Access" }))
         for (
           const path of [
             `/v1/organizations/${user.personal.id}/effective-access`,
@@ -289,68 +289,83 @@ for (const backend of backends) {
             `/v1/organizations/${child.workspaceRef}/effective-access?subjectId=${user.user.id}`
           ]
         ) {
-          const { permissions: decisions } = ok(yield* call(baseUrl, "GET", path, { token: user.token }))
-          assert.deepStrictEqual(decisions.map((d: any) => d.action).sort(), [...permissions].sort(), path)
+          const decisions = decisionsOf(yield* call(baseUrl, "GET", path, { token: user.token }))
+          assert.deepStrictEqual(decisions.map((d) => d.action).sort(), [...permissions].sort(), path)
           for (const decision of decisions) {
             assert.isTrue(decision.allow, decision.action)
-            assert.strictEqual(decision.via.kind, "direct", decision.action)
-            assert.strictEqual(decision.via.role, "owner")
+            assert.strictEqual(decision.via?.kind, "direct", decision.action)
+            assert.strictEqual(decision.via?.role, "owner")
           }
         }
       }))
 
-    it.effect("effective access for another subject: 403 without organization.member.list, 404 for an unknown one", () =>
-      Effect.gen(function*() {
-        const { baseUrl } = yield* TestServer
-        const owner = yield* newUser(baseUrl)
-        const billing = yield* newUser(baseUrl)
-        const child = ok(yield* create(baseUrl, owner.token, { name: "Cascade" })).organization
-        yield* grant(owner.personal.id, billing.user.id, "billing_admin")
-        const access = (token: string, ref: string, subjectId?: string) =>
-          call(
-            baseUrl,
-            "GET",
-            `/v1/organizations/${ref}/effective-access${subjectId ? `?subjectId=${subjectId}` : ""}`,
-            {
-              token
-            }
-          )
-        const byAction = (data: any) => new Map<string, any>(data.permissions.map((d: any) => [d.action, d]))
+    const access = (token: string, ref: string, subjectId?: string) =>
+      Effect.flatMap(TestServer, ({ baseUrl }) =>
+        call(
+          baseUrl,
+          "GET",
+          `/v1/organizations/${ref}/effective-access${subjectId ? `?subjectId=${subjectId}` : ""}`,
+          { token }
+        ))
 
-        // The billing admin sees the workspace and its own access, but may not inspect anyone else's.
+    /** An owner with a child workspace, and a billing admin of the owner's account root. */
+    const withBillingAdmin = Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const owner = yield* newUser(baseUrl)
+      const billing = yield* newUser(baseUrl)
+      const child = organizationOf(yield* create(baseUrl, owner.token, { name: "Cascade" }))
+      yield* grant(owner.personal.id, billing.user.id, "billing_admin")
+      return { baseUrl, owner, billing, child }
+    })
+
+    it.effect("a billing admin sees the workspace and its own access, each allowed action via its direct role", () =>
+      Effect.gen(function*() {
+        const { baseUrl, owner, billing } = yield* withBillingAdmin
         ok(yield* call(baseUrl, "GET", `/v1/organizations/${owner.personal.id}`, { token: billing.token }))
-        const own = byAction(ok(yield* access(billing.token, owner.personal.id)))
-        assert.isTrue(own.get("billing.manage").allow)
-        assert.deepStrictEqual(own.get("organization.read").via, {
+        const own = decisionByAction(yield* access(billing.token, owner.personal.id))
+        assert.isTrue(own("billing.manage").allow)
+        assert.deepStrictEqual(own("organization.read").via, {
           kind: "direct",
           role: "billing_admin",
           scopeKind: "organization",
           scopeRef: null
         })
-        assert.isFalse(own.get("organization.member.list").allow)
-        assert.isNull(own.get("organization.member.list").via)
+        assert.isFalse(own("organization.member.list").allow)
+        assert.isNull(own("organization.member.list").via)
+      }))
+
+    it.effect("without organization.member.list, another subject's access and the child list are 403", () =>
+      Effect.gen(function*() {
+        const { baseUrl, owner, billing } = yield* withBillingAdmin
         failed(yield* access(billing.token, owner.personal.id, owner.user.id), 403, "forbidden")
         failed(
           yield* call(baseUrl, "GET", `/v1/organizations/${owner.personal.id}/workspaces`, { token: billing.token }),
           403,
           "forbidden"
         )
-        // A role on the account root reaches its child workspaces as account_cascade.
-        const cascaded = byAction(ok(yield* access(billing.token, child.id)))
-        assert.strictEqual(cascaded.get("billing.read").via.kind, "account_cascade")
-        assert.isFalse(cascaded.get("audit.read").allow)
+      }))
 
-        // The owner may inspect the billing admin, and gets 404 for subjects that are not there.
-        const inspected = byAction(ok(yield* access(owner.token, owner.personal.id, billing.user.id)))
-        assert.isTrue(inspected.get("organization.read").allow)
-        assert.isFalse(inspected.get("audit.read").allow)
+    it.effect("a role on the account root reaches its child workspaces as account_cascade", () =>
+      Effect.gen(function*() {
+        const { billing, child } = yield* withBillingAdmin
+        const cascaded = decisionByAction(yield* access(billing.token, child.id))
+        assert.strictEqual(cascaded("billing.read").via?.kind, "account_cascade")
+        assert.isFalse(cascaded("audit.read").allow)
+      }))
+
+    it.effect("the owner inspects another subject's access, and gets 404 for a subject that is not there", () =>
+      Effect.gen(function*() {
+        const { baseUrl, owner, billing } = yield* withBillingAdmin
+        const inspected = decisionByAction(yield* access(owner.token, owner.personal.id, billing.user.id))
+        assert.isTrue(inspected("organization.read").allow)
+        assert.isFalse(inspected("audit.read").allow)
         const stranger = yield* newUser(baseUrl)
         for (const subject of [stranger.user.id, newId("usr_", Date.now()), "nobody", "sp_unknown"]) {
           failed(yield* access(owner.token, owner.personal.id, subject), 404, "not_found")
         }
       }))
 
-    it.effect("account selection: the earliest owned account root; a shared one is never a candidate", () =>
+    it.effect("account selection: a new workspace lands under the earliest account root its creator owns", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const sql = yield* SqlClient.SqlClient
@@ -374,26 +389,32 @@ for (const backend of backends) {
           })
         }`.pipe(Effect.orDie)
         yield* grant(oldRoot.id, carol.user.id, "owner")
-        const placed = ok(yield* create(baseUrl, carol.token, { name: "Placed" })).organization
+        const placed = organizationOf(yield* create(baseUrl, carol.token, { name: "Placed" }))
         assert.strictEqual(placed.accountId, oldRoot.publicId)
         assert.isFalse(placed.isAccountRoot)
+      }))
 
+    it.effect("account selection: a creator who owns no root (only a shared one) starts a fresh account", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const sql = yield* SqlClient.SqlClient
+        const alice = yield* newUser(baseUrl, "alice")
         // Dave is admin on Alice's root and owns no root at all: a fresh account is started for him.
         const dave = yield* newUser(baseUrl, "dave")
         yield* grant(alice.personal.id, dave.user.id, "admin")
         yield* sql`delete from role_bindings where subject_id = ${dave.user.id} and role = 'owner'`.pipe(Effect.orDie)
-        const fresh = ok(yield* create(baseUrl, dave.token, { name: "Fresh" })).organization
+        const fresh = organizationOf(yield* create(baseUrl, dave.token, { name: "Fresh" }))
         assert.notStrictEqual(fresh.accountId, alice.personal.workspaceRef)
         assert.notStrictEqual(fresh.accountId, dave.personal.workspaceRef)
         assert.strictEqual(fresh.accountId, fresh.workspaceRef)
         assert.isTrue(fresh.isAccountRoot)
         assert.strictEqual(fresh.kind, "account")
         // And his next workspace lands under that new account.
-        const next = ok(yield* create(baseUrl, dave.token, { name: "Next" })).organization
+        const next = organizationOf(yield* create(baseUrl, dave.token, { name: "Next" }))
         assert.strictEqual(next.accountId, fresh.workspaceRef)
       }))
 
-    it.effect("routing order: the credential is checked before the workspace", () =>
+    it.effect("routing order: no, a malformed or an unknown credential is 401 before the workspace is looked at", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* newUser(baseUrl)
@@ -416,7 +437,13 @@ for (const backend of backends) {
             "unauthenticated"
           )
         }
-        // A real session id with a forged secret, and a logged-out session, are 401 even on the user's own workspace.
+      }))
+
+    it.effect("routing order: a forged secret or a logged-out session is 401, even on the user's own workspace", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
+        const missing = newId("org_", Date.now())
         const forged = `${user.token.slice(0, -1)}${user.token.endsWith("0") ? "1" : "0"}`
         failed(
           yield* call(baseUrl, "GET", `/v1/organizations/${user.personal.id}`, { token: forged }),
@@ -432,8 +459,13 @@ for (const backend of backends) {
             "unauthenticated"
           )
         }
+      }))
+
+    it.effect("routing order: once authenticated, the workspace (404) comes before the route's permission (403)", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const user = yield* newUser(baseUrl)
         const other = yield* newUser(baseUrl)
-        // Authenticated: the workspace comes next (404), before the route's permission (403).
         failed(
           yield* call(baseUrl, "GET", `/v1/organizations/${other.personal.id}/workspaces`, {
             token: user.token

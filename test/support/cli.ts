@@ -1,8 +1,9 @@
 /** Runs the real `cpctl` executable in a child process for end-to-end tests: its stdout, stderr and exit code. */
-import { Effect, Stream } from "effect"
+import { Effect, Schema, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { randomUUID } from "node:crypto"
 import { fileURLToPath } from "node:url"
+import { wire } from "./envelope.ts"
 
 const bin = fileURLToPath(new URL("../../packages/cli/src/bin.ts", import.meta.url))
 
@@ -37,3 +38,9 @@ export const tokenEnv = (baseUrl: string, token: string): Record<string, string>
 /** Runs `cpctl` against the server at `baseUrl` with a token; collects its output and exit code. */
 export const cpctlAs = (baseUrl: string, token: string, ...args: ReadonlyArray<string>) =>
   cpctlRun(tokenEnv(baseUrl, token), args)
+
+/** What `cpctl --json` printed, checked against the wire form of `fields`. */
+export const printed = <const F extends Schema.Struct.Fields>(
+  run: { readonly stdout: string },
+  fields: F
+): Schema.Struct<F>["Encoded"] => wire(Schema.Struct(fields), JSON.parse(run.stdout), run.stdout)

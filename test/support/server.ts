@@ -14,6 +14,11 @@ import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
 import { createServer } from "node:http"
 import { type Backend, databaseLayer } from "../../packages/persistence/test/harness.ts"
 
+/** The SQL databases a suite runs on: PGlite, and PostgreSQL too when `DATABASE_URL` names a server. */
+export const sqlBackends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
+  ? ["pglite", "postgres"]
+  : ["pglite"]
+
 export class TestServer extends Context.Service<TestServer, { readonly baseUrl: string }>()("test/TestServer") {}
 
 const listeningAt = Layer.effect(

@@ -2,9 +2,10 @@
  * Signs a fresh user in over real HTTP: login start → the code from the dev outbox → login complete. The first
  * sign-in of an address creates the user and its `Personal` workspace.
  */
-import { Effect } from "effect"
+import { LoginChallenge, LoginResult, Organization, OutboxMessage, Project } from "@cp/domain"
+import { Effect, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { ok } from "./envelope.ts"
+import { dataOf, ok } from "./envelope.ts"
 import { call } from "./server.ts"
 
 export interface SignedIn {
@@ -22,8 +23,6 @@ const expectStatus = (step: string, res: { readonly status: number; readonly tex
     ? Effect.void
     : Effect.die(new Error(`${step}: expected ${status}, got ${res.status}: ${res.text}`))
 
-const dataOf = (json: unknown): Record<string, any> => (json as { data: Record<string, any> }).data
-
 /**
  * Signs `email` (default: a fresh address) in on the server at `baseUrl`. Pass `completeOn` to finish the
  * sign-in on another server (another replica on the same database).
@@ -33,20 +32,20 @@ export const signIn = (baseUrl: string, options: { readonly email?: string; read
     const email = options.email ?? freshEmail()
     const start = yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email } })
     yield* expectStatus("login start", start)
-    const challengeId: string = dataOf(start.json).challengeId
+    const { challengeId } = dataOf(start, LoginChallenge)
     const outbox = yield* call(baseUrl, "GET", `/v1/dev/outbox?to=${encodeURIComponent(email)}`)
     yield* expectStatus("dev outbox", outbox)
-    const message = (dataOf(outbox.json).messages as ReadonlyArray<{ data: { code?: string; challengeId?: string } }>)
-      .find((m) => m.data.challengeId === challengeId)
-    if (message?.data.code === undefined) {
+    const code = dataOf(outbox, { messages: Schema.Array(OutboxMessage) }).messages
+      .find((m) => m.data["challengeId"] === challengeId)?.data["code"]
+    if (typeof code !== "string") {
       return yield* Effect.die(new Error(`no login code for ${challengeId} in the outbox: ${outbox.text}`))
     }
     const complete = yield* call(options.completeOn ?? baseUrl, "POST", "/v1/auth/login/complete", {
-      body: { challengeId, code: message.data.code }
+      body: { challengeId, code }
     })
     yield* expectStatus("login complete", complete)
-    const result = dataOf(complete.json)
-    const signedIn: SignedIn = { token: result.token, user: result.user }
+    const { token, user } = dataOf(complete, LoginResult)
+    const signedIn: SignedIn = { token, user }
     return signedIn
   })
 
@@ -55,8 +54,12 @@ export const signInWithPersonal = (baseUrl: string, prefix = "user") =>
   Effect.gen(function*() {
     const email = freshEmail(prefix)
     const session = yield* signIn(baseUrl, { email })
-    const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }))
-    return { ...session, email, personal: list.organizations[0] }
+    const list = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }), {
+      organizations: Schema.Array(Organization)
+    })
+    const personal = list.organizations[0]
+    if (personal === undefined) return yield* Effect.die(new Error("a new user has no Personal workspace"))
+    return { ...session, email, personal }
   })
 
 /** A new project with a random name in the workspace `orgRef`, created over HTTP by `token`: its id. */
@@ -66,5 +69,5 @@ export const createProject = (baseUrl: string, token: string, orgRef: string) =>
       token,
       body: { name: `P ${randomUUID().slice(0, 8)}` }
     }),
-    (res) => ok(res).project.id as string
+    (res) => ok(res, { project: Project }).project.id
   )

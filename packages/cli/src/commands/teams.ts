@@ -215,7 +215,10 @@ const grants = Command.make(
   })
 ).pipe(Command.withDescription("List the roles granted to a workspace's teams"), withClient)
 
-/** The flags that name a grant beside its team and role: `--scope` (default: project with --project, else organization). */
+/**
+ * The flags that name a grant beside its team and role: `--scope` (default: project with --project, else
+ * organization).
+ */
 const tupleFlags = {
   workspace: workspaceFlag,
   team: teamArgument,
