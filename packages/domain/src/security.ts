@@ -4,9 +4,10 @@
  */
 import { Context, Schema } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import type { Permission, Role } from "./access.ts"
+import type { Grant, Permission, Role } from "./access.ts"
 import { BadRequest, Forbidden, NotFound, Unauthenticated, ValidationFailed } from "./errors.ts"
 import type { OrgId, ProjectId, ServicePrincipalId, SessionId, UserId } from "./ids.ts"
+import type { Organization } from "./workspaces.ts"
 
 export type Actor =
   | { readonly kind: "user"; readonly userId: UserId; readonly sessionId: SessionId }
@@ -27,6 +28,12 @@ export type Actor =
 
 /** The authenticated caller, provided by `Authentication`. */
 export class CurrentActor extends Context.Service<CurrentActor, Actor>()("@cp/domain/CurrentActor") {}
+
+/** A workspace the caller can see, with every grant the caller holds on it (direct, team, cascaded). */
+export interface ResolvedWorkspace {
+  readonly organization: Organization
+  readonly grants: ReadonlyArray<Grant>
+}
 
 /** The one id that names an actor as a principal (idempotency, rate limits, audit). */
 export const actorId = (actor: Actor): string => {

@@ -2,9 +2,8 @@
  * What the edge learned about the current request before routing: the caller, the workspace its path
  * names (already resolved and checked for visibility), and client details for security events.
  */
-import { type Actor, NotFound, wireError } from "@cp/domain"
+import { type Actor, NotFound, type ResolvedWorkspace, wireError } from "@cp/domain"
 import { Context, Effect } from "effect"
-import type { ResolvedWorkspace } from "./workspaceResolver.ts"
 
 export type ActorResolution =
   | { readonly _tag: "Anonymous" }
