@@ -25,13 +25,12 @@ import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKe
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
 import { renderError } from "./render.ts"
-import { type ActorResolution, CurrentRequestScope, type RequestScope } from "./requestScope.ts"
+import { type ActorResolution, CurrentRequestScope, type RequestScope, workspaceNotFound } from "./requestScope.ts"
 import { makeRouteTable } from "./routeTable.ts"
 import { WorkspaceResolver } from "./workspaceResolver.ts"
 
 const WORKSPACE_PATH = /^\/v1\/organizations\/([^/?]+)(.*)$/
 const DOCS_ROUTES = [["GET", "/docs"], ["GET", "/openapi.json"]] as const
-const NOT_VISIBLE = wireError(NotFound, "Workspace not found")
 
 const splitUrl = (url: string): { readonly path: string; readonly search: string } => {
   const q = url.indexOf("?")
@@ -145,7 +144,7 @@ export const EdgeLive = HttpRouter.middleware(
       const actor = caller.actor
       let workspace: RequestScope["workspace"] = undefined
       if (actor._tag === "Resolved" && caller.workspace !== undefined) {
-        if (Option.isNone(caller.workspace)) return yield* renderError(NOT_VISIBLE)
+        if (Option.isNone(caller.workspace)) return yield* renderError(workspaceNotFound())
         workspace = caller.workspace.value
         yield* Effect.annotateCurrentSpan("workspace.id", workspace.organization.id)
         path = `/v1/organizations/${workspace.organization.id}${workspaceMatch?.[2] ?? ""}`
