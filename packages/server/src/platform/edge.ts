@@ -43,13 +43,6 @@ const bearerToken = (authorization: string | undefined): string | undefined =>
 const isRouteNotFound = (error: unknown): boolean =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
 
-/** 429 answers carry `Retry-After` with the same whole seconds as `details.retryAfterSeconds`. */
-const withRetryAfter = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
-  if (response.status !== 429 || response.headers["retry-after"] !== undefined) return response
-  const seconds = /"retryAfterSeconds":(\d+)/.exec(responseText(response) ?? "")?.[1]
-  return seconds === undefined ? response : HttpServerResponse.setHeader(response, "retry-after", seconds)
-}
-
 export const EdgeLive = HttpRouter.middleware(
   Effect.gen(function*() {
     const actors = yield* ActorResolver
@@ -188,10 +181,9 @@ export const EdgeLive = HttpRouter.middleware(
           Effect.catchCause(renderFailures(canonicalAliasPath(path) ?? path)),
           Effect.provideService(CurrentRequestId, requestId)
         )
-        const shaped = withRetryAfter(response)
-        return shaped.headers["x-request-id"] === undefined
-          ? HttpServerResponse.setHeader(shaped, "x-request-id", requestId)
-          : shaped
+        return response.headers["x-request-id"] === undefined
+          ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
+          : response
       })
   }),
   { global: true }
