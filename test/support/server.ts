@@ -2,7 +2,7 @@
  * Boots the whole server in-process on a free loopback port, on memory repositories, an embedded PGlite,
  * or a scratch database on the PostgreSQL server at `DATABASE_URL`, for end-to-end tests over real HTTP.
  */
-import { Authentication, ControlPlaneApi } from "@cp/domain"
+import { ControlPlaneApi, layerBearerClient } from "@cp/domain"
 import { type Database, Migrations } from "@cp/persistence"
 import { serveApp } from "@cp/server/app"
 import { AppConfig, parseConfig } from "@cp/server/platform/config"
@@ -10,7 +10,7 @@ import { RepositoriesMemory, RepositoriesSql } from "@cp/server/repositories"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClientRequest, HttpServer } from "effect/http"
-import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
+import { HttpApiClient } from "effect/http-api"
 import { createServer } from "node:http"
 import { type Backend, databaseLayer } from "../../packages/persistence/test/harness.ts"
 
@@ -89,9 +89,6 @@ export const call = (
 /** The typed client derived from the domain API, authenticated with `token`. */
 export const clientFor = (baseUrl: string, token = "") =>
   HttpApiClient.make(ControlPlaneApi, { baseUrl }).pipe(
-    Effect.provide(
-      HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
-        next(HttpClientRequest.bearerToken(request, token)))
-    ),
+    Effect.provide(layerBearerClient((request) => HttpClientRequest.bearerToken(request, token))),
     Effect.provide(FetchHttpClient.layer)
   )

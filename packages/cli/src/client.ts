@@ -2,11 +2,11 @@
  * The typed client derived from `ControlPlaneApi`, bound to the server and bearer token this run resolves
  * from `--base-url`/`--token`, then `CP_BASE_URL`/`CP_TOKEN`, then the credentials file.
  */
-import { Authentication, ControlPlaneApi } from "@cp/domain"
+import { ControlPlaneApi, layerBearerClient } from "@cp/domain"
 import { Config, Context, Effect, Layer, Option } from "effect"
 import { Command, Flag, GlobalFlag } from "effect/cli"
 import { FetchHttpClient, HttpClientRequest } from "effect/http"
-import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
+import { HttpApiClient } from "effect/http-api"
 import { CredentialsStore } from "./credentials.ts"
 
 /** Where requests go when neither a flag, the environment nor the credentials file says. */
@@ -84,13 +84,12 @@ export class ControlPlaneClient extends Context.Service<ControlPlaneClient, {
     Effect.gen(function*() {
       const connection = yield* resolveConnection({ baseUrl: yield* BaseUrlFlag, token: yield* TokenFlag })
       const api = yield* HttpApiClient.make(ControlPlaneApi, { baseUrl: connection.baseUrl }).pipe(
-        Effect.provide(
-          HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
-            next(Option.match(connection.token, {
-              onNone: () => request,
-              onSome: (token) => HttpClientRequest.bearerToken(request, token)
-            })))
-        )
+        Effect.provide(layerBearerClient((request) =>
+          Option.match(connection.token, {
+            onNone: () => request,
+            onSome: (token) => HttpClientRequest.bearerToken(request, token)
+          })
+        ))
       )
       return ControlPlaneClient.of({ connection, api })
     })

@@ -162,6 +162,18 @@ export const Via = Schema.Struct({
 })
 export type Via = typeof Via.Type
 
+/**
+ * A role the subject holds, where it holds it, and how it came to hold it: `direct` (a binding of its own), `team`
+ * (a grant of a team it belongs to; `teamId` names the team) or `account_cascade` (held on the account root).
+ */
+export type Grant = Via & {
+  /**
+   * When present, the grant confers only these of its role's permissions. Workflow (CI) actors hold such a grant:
+   * `environment.read` within their token-bound project, nothing else (spec: Projects and environments).
+   */
+  readonly only?: ReadonlySet<Permission>
+}
+
 export const PermissionDecision = Schema.Struct({
   action: Permission,
   allow: Schema.Boolean,

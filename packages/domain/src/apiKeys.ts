@@ -4,7 +4,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Role } from "./access.ts"
 import { Conflict, NotFound } from "./errors.ts"
 import { ApiKeyId, ProjectId, ServicePrincipalId } from "./ids.ts"
-import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { Name, OrgRef } from "./workspaces.ts"
 
@@ -91,8 +91,8 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
       error: [NotFound, Conflict]
     }).annotateMerge(requires.permission("organization.api_key.revoke"))
   )
-  .middleware(Authorization)
-  .middleware(Authentication)
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({
     title: "API keys",
     description: "Workspace API keys, each backed by a service principal with one role binding"

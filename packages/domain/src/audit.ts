@@ -6,7 +6,7 @@ import { Option, Schema, SchemaGetter, SchemaTransformation } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { RateLimited } from "./errors.ts"
 import { AuditEntryId, EnvironmentId, EventId, OrgId, ProjectId } from "./ids.ts"
-import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -133,7 +133,7 @@ export class AuditApi extends HttpApiGroup.make("audit")
       error: RateLimited
     }).annotateMerge(requires.permission("audit.read"))
   )
-  .middleware(Authorization)
-  .middleware(Authentication)
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({ title: "Audit", description: "The workspace audit log" }))
 {}

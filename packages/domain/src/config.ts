@@ -9,7 +9,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import type { Permission } from "./access.ts"
 import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId } from "./ids.ts"
-import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -198,8 +198,8 @@ const configGroup = <const Name extends string, const Params extends Schema.Stru
         error: NotFound
       }).annotateMerge(requires.permission(write))
     )
-    .middleware(Authorization)
-    .middleware(Authentication)
+    .middleware(WorkspaceAuthorization)
+    .middleware(WorkspaceAuthentication)
     .annotateMerge(OpenApi.annotations({ title, description: `Settings and feature flags at ${title.toLowerCase()}` }))
 
 const orgPrefix = "/v1/organizations/:orgId"

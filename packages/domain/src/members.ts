@@ -9,7 +9,15 @@ import { Role, WorkspaceRole } from "./access.ts"
 import { Conflict, Forbidden, NotFound, PreconditionFailed } from "./errors.ts"
 import { Email } from "./identity.ts"
 import { InvitationId, MemberId, OrgId, UserId, WorkspaceRef } from "./ids.ts"
-import { Authentication, Authorization, PageQuery, reachesHiddenWorkspace, requires } from "./security.ts"
+import {
+  Authentication,
+  Authorization,
+  PageQuery,
+  reachesHiddenWorkspace,
+  requires,
+  WorkspaceAuthentication,
+  WorkspaceAuthorization
+} from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -107,29 +115,39 @@ export class MembersApi extends HttpApiGroup.make("members")
       error: [Forbidden, NotFound, PreconditionFailed]
     }).annotateMerge(requires.permission("organization.member.remove"))
   )
-  .middleware(Authorization)
-  .middleware(Authentication)
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({ title: "Members", description: "Workspace members and their roles" }))
 {}
 
+/** A workspace's invitations and the caller's own (`/v1/me/…`): each endpoint names its middleware. */
 export class InvitationsApi extends HttpApiGroup.make("invitations")
   .add(
     HttpApiEndpoint.get("list", "/v1/organizations/:orgId/invitations", {
       params: orgParams,
       query: { ...PageQuery, status: Schema.optionalKey(InvitationStatus) },
       success: Page({ invitations: Schema.Array(Invitation) })
-    }).annotateMerge(requires.permission("organization.invitation.list")),
+    })
+      .annotateMerge(requires.permission("organization.invitation.list"))
+      .middleware(WorkspaceAuthorization)
+      .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.post("create", "/v1/organizations/:orgId/invitations", {
       params: orgParams,
       payload: Schema.Struct({ email: Email, role: WorkspaceRole }),
       success: Envelope({ invitation: Invitation, delivery: Schema.optionalKey(InvitationDelivery) }),
       error: [Forbidden, Conflict]
-    }).annotateMerge(requires.permission("organization.invitation.create")),
+    })
+      .annotateMerge(requires.permission("organization.invitation.create"))
+      .middleware(WorkspaceAuthorization)
+      .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.delete("revoke", "/v1/organizations/:orgId/invitations/:invitationId", {
       params: { ...orgParams, invitationId: InvitationId },
       success: Envelope({ invitation: Invitation }),
       error: [NotFound, PreconditionFailed]
-    }).annotateMerge(requires.permission("organization.invitation.revoke")),
+    })
+      .annotateMerge(requires.permission("organization.invitation.revoke"))
+      .middleware(WorkspaceAuthorization)
+      .middleware(WorkspaceAuthentication),
     // The invitee is not a member yet: the edge resolves this one workspace route for any signed-in caller
     // (`reachesHiddenWorkspace`) and the token decides.
     HttpApiEndpoint.post("accept", "/v1/organizations/:orgId/invitations/accept", {
@@ -137,18 +155,26 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
       payload: Schema.Struct({ token: InvitationToken }),
       success: Envelope(AcceptedInvitation),
       error: [Forbidden, NotFound, PreconditionFailed, Conflict]
-    }).annotateMerge(requires.authenticated).annotateMerge(reachesHiddenWorkspace),
+    })
+      .annotateMerge(requires.authenticated)
+      .annotateMerge(reachesHiddenWorkspace)
+      .middleware(WorkspaceAuthorization)
+      .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.get("mine", "/v1/me/invitations", {
       query: PageQuery,
       success: Page({ invitations: Schema.Array(MyInvitation) })
-    }).annotateMerge(requires.authenticated),
+    })
+      .annotateMerge(requires.authenticated)
+      .middleware(Authorization)
+      .middleware(Authentication),
     HttpApiEndpoint.post("acceptMine", "/v1/me/invitations/:invitationId/accept", {
       params: { invitationId: InvitationId },
       success: Envelope(AcceptedInvitation),
       error: [Forbidden, NotFound, PreconditionFailed, Conflict]
-    }).annotateMerge(requires.authenticated)
+    })
+      .annotateMerge(requires.authenticated)
+      .middleware(Authorization)
+      .middleware(Authentication)
   )
-  .middleware(Authorization)
-  .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Invitations", description: "Invitations to join a workspace" }))
 {}

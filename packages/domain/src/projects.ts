@@ -6,7 +6,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound, PreconditionFailed } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId } from "./ids.ts"
-import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { Name, OrgRef, Slug } from "./workspaces.ts"
 
@@ -100,7 +100,7 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
       { params: environmentParams, success: Envelope({ environment: Environment }), error: NotFound }
     ).annotateMerge(requires.permission("environment.delete"))
   )
-  .middleware(Authorization)
-  .middleware(Authentication)
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({ title: "Projects", description: "Projects and their environments" }))
 {}

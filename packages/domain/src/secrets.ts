@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId } from "./ids.ts"
-import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -132,22 +132,22 @@ const environmentEndpoints = secretEndpoints(
 /** Workspace-scope secrets; `GET …/config/secrets?scope=all` lists every scope of the workspace together. */
 export class SecretsApi extends HttpApiGroup.make("secrets")
   .add(...workspaceEndpoints)
-  .middleware(Authorization)
-  .middleware(Authentication)
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({ title: "Secrets", description: "Write-only secrets at workspace scope" }))
 {}
 
 export class ProjectSecretsApi extends HttpApiGroup.make("projectSecrets")
   .add(...projectEndpoints)
-  .middleware(Authorization)
-  .middleware(Authentication)
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({ title: "Project secrets", description: "Write-only secrets at project scope" }))
 {}
 
 export class EnvironmentSecretsApi extends HttpApiGroup.make("environmentSecrets")
   .add(...environmentEndpoints)
-  .middleware(Authorization)
-  .middleware(Authentication)
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
   .annotateMerge(
     OpenApi.annotations({ title: "Environment secrets", description: "Write-only secrets at environment scope" })
   )

@@ -1,12 +1,18 @@
 /**
  * Who is calling and what every endpoint requires. Endpoints declare their requirement with
- * `requires(...)`; one middleware on the server enforces it before any handler runs.
+ * `requires(...)`; one middleware on the server enforces it before any handler runs. Every signed-in
+ * route carries one pair of middleware: `Authentication` and `Authorization` outside a workspace,
+ * `WorkspaceAuthentication` and `WorkspaceAuthorization` under `/v1/organizations/{orgId}`, where
+ * handlers find the workspace as `CurrentWorkspace`. Authorization is added first, so it runs inside
+ * authentication and reads what authentication provides.
  */
-import { Context, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
+import type { HttpClientRequest } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import type { Permission, Role } from "./access.ts"
+import type { Grant, Permission, Role } from "./access.ts"
 import { BadRequest, Forbidden, NotFound, Unauthenticated, ValidationFailed } from "./errors.ts"
 import type { OrgId, ProjectId, ServicePrincipalId, SessionId, UserId } from "./ids.ts"
+import type { Organization } from "./workspaces.ts"
 
 export type Actor =
   | { readonly kind: "user"; readonly userId: UserId; readonly sessionId: SessionId }
@@ -25,8 +31,22 @@ export type Actor =
     readonly projectId: ProjectId
   }
 
-/** The authenticated caller, provided by `Authentication`. */
+/** The authenticated caller, provided by `Authentication` and `WorkspaceAuthentication`. */
 export class CurrentActor extends Context.Service<CurrentActor, Actor>()("@cp/domain/CurrentActor") {}
+
+/** A workspace the caller can see, with every grant the caller holds on it (direct, team, cascaded). */
+export interface ResolvedWorkspace {
+  readonly organization: Organization
+  readonly grants: ReadonlyArray<Grant>
+}
+
+/** The workspace a `/v1/organizations/{orgId}/…` route names, as its caller sees it (`WorkspaceAuthentication`). */
+export class CurrentWorkspace extends Context.Service<CurrentWorkspace, ResolvedWorkspace>()(
+  "@cp/domain/CurrentWorkspace"
+) {}
+
+/** The caller and the workspace, for a workspace route's handler that hands both to its service. */
+export const actorInWorkspace = Effect.all({ actor: CurrentActor, workspace: CurrentWorkspace })
 
 /** The one id that names an actor as a principal (idempotency, rate limits, audit). */
 export const actorId = (actor: Actor): string => {
@@ -67,21 +87,49 @@ export class ReachesHiddenWorkspace extends Context.Service<ReachesHiddenWorkspa
 
 export const reachesHiddenWorkspace = Context.make(ReachesHiddenWorkspace, true)
 
-/** Bearer authentication: resolves the token (session or API key) to the current actor. */
+/** Bearer authentication: the token (session or API key) resolved to the current actor, or 401. */
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentActor }>()(
   "@cp/domain/Authentication",
   {
-    error: [Unauthenticated, Forbidden],
+    error: Unauthenticated,
     security: { bearer: HttpApiSecurity.bearer },
     requiredForClient: true
   }
 ) {}
 
-/** Enforces the endpoint's declared requirement (and, on workspace routes, that the workspace is visible). */
+/**
+ * Bearer authentication on a workspace route: the current actor and the workspace the path names, visible to that
+ * actor (401 without a valid credential, 404 when the workspace is unknown or hidden from the caller).
+ */
+export class WorkspaceAuthentication extends HttpApiMiddleware.Service<
+  WorkspaceAuthentication,
+  { provides: CurrentActor | CurrentWorkspace }
+>()("@cp/domain/WorkspaceAuthentication", {
+  error: [Unauthenticated, NotFound],
+  security: { bearer: HttpApiSecurity.bearer },
+  requiredForClient: true
+}) {}
+
+/** Enforces the endpoint's declared requirement outside a workspace: any credential, or a signed-in user. */
 export class Authorization extends HttpApiMiddleware.Service<Authorization, { requires: CurrentActor }>()(
   "@cp/domain/Authorization",
-  { error: [Forbidden, NotFound] }
+  { error: Forbidden }
 ) {}
+
+/** Enforces the endpoint's declared requirement on a workspace route, permissions included. */
+export class WorkspaceAuthorization extends HttpApiMiddleware.Service<
+  WorkspaceAuthorization,
+  { requires: CurrentActor | CurrentWorkspace }
+>()("@cp/domain/WorkspaceAuthorization", { error: Forbidden }) {}
+
+/** The client side of both bearer middlewares: `authorize` sets the credential on each request that declares one. */
+export const layerBearerClient = (
+  authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+) =>
+  Layer.mergeAll(
+    HttpApiMiddleware.layerClient(Authentication, ({ next, request }) => next(authorize(request))),
+    HttpApiMiddleware.layerClient(WorkspaceAuthentication, ({ next, request }) => next(authorize(request)))
+  )
 
 /** Schema failures: 422 `validation_failed` (body, query), 400 for malformed JSON, 404 for a malformed path id. */
 export class RequestValidation extends HttpApiMiddleware.Service<RequestValidation>()(

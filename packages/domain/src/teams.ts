@@ -7,7 +7,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Role, ScopeKind } from "./access.ts"
 import { Conflict, Forbidden, NotFound } from "./errors.ts"
 import { ProjectId, TeamId } from "./ids.ts"
-import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { Name, OrgRef, Slug } from "./workspaces.ts"
 
@@ -137,7 +137,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
       error: [NotFound, Forbidden]
     }).annotateMerge(requires.permission("team.role.revoke"))
   )
-  .middleware(Authorization)
-  .middleware(Authentication)
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({ title: "Teams", description: "Teams, their members and their role grants" }))
 {}

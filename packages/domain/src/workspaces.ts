@@ -4,7 +4,14 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { PermissionDecision, Role } from "./access.ts"
 import { Conflict, NotFound } from "./errors.ts"
 import { OrgId, ProjectId, WorkspaceRef } from "./ids.ts"
-import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import {
+  Authentication,
+  Authorization,
+  PageQuery,
+  requires,
+  WorkspaceAuthentication,
+  WorkspaceAuthorization
+} from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 
 export const Slug = Schema.String.check(
@@ -39,34 +46,48 @@ export const OrgRef = Schema.String
 
 const orgParams = { orgId: OrgRef }
 
+/** Creating and listing are outside any workspace, the rest inside one: each endpoint names its middleware. */
 export class WorkspacesApi extends HttpApiGroup.make("workspaces")
   .add(
     HttpApiEndpoint.post("create", "/v1/organizations", {
       payload: Schema.Struct({ name: Name, slug: Schema.optionalKey(Slug) }),
       success: Envelope({ organization: Organization, membership: Membership }),
       error: Conflict
-    }).annotateMerge(requires.authenticated),
+    })
+      .annotateMerge(requires.authenticated)
+      .middleware(Authorization)
+      .middleware(Authentication),
     HttpApiEndpoint.get("list", "/v1/organizations", {
       query: PageQuery,
       success: Page({ organizations: Schema.Array(Organization) })
-    }).annotateMerge(requires.authenticated),
+    })
+      .annotateMerge(requires.authenticated)
+      .middleware(Authorization)
+      .middleware(Authentication),
     HttpApiEndpoint.get("get", "/v1/organizations/:orgId", {
       params: orgParams,
       success: Envelope({ organization: Organization })
-    }).annotateMerge(requires.permission("organization.read")),
+    })
+      .annotateMerge(requires.permission("organization.read"))
+      .middleware(WorkspaceAuthorization)
+      .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.get("children", "/v1/organizations/:orgId/workspaces", {
       params: orgParams,
       query: PageQuery,
       success: Page({ workspaces: Schema.Array(ChildWorkspace) })
-    }).annotateMerge(requires.permission("organization.member.list")),
+    })
+      .annotateMerge(requires.permission("organization.member.list"))
+      .middleware(WorkspaceAuthorization)
+      .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.get("effectiveAccess", "/v1/organizations/:orgId/effective-access", {
       params: orgParams,
       query: { projectId: Schema.optionalKey(ProjectId), subjectId: Schema.optionalKey(Schema.String) },
       success: Envelope({ permissions: Schema.Array(PermissionDecision) }),
       error: NotFound
-    }).annotateMerge(requires.authenticated)
+    })
+      .annotateMerge(requires.authenticated)
+      .middleware(WorkspaceAuthorization)
+      .middleware(WorkspaceAuthentication)
   )
-  .middleware(Authorization)
-  .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Workspaces", description: "Workspaces and account roots" }))
 {}

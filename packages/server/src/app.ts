@@ -1,6 +1,8 @@
 /**
- * The whole server as layers: the typed API and docs behind the edge, the area services, the platform
- * services, and one persistence flavour (SQL on PostgreSQL/PGlite, or memory for fast tests).
+ * The whole server as layers, in four tiers that each build on the ones below: HTTP (the edge, the typed API and
+ * its middleware, the docs), the area services, the platform services, and one flavour of repositories from
+ * `repositories.ts` (SQL on PostgreSQL/PGlite, or memory for fast tests), which the caller provides with the
+ * configuration. Declared here from the bottom up.
  */
 import { ControlPlaneApi } from "@cp/domain"
 import { Layer } from "effect"
@@ -39,6 +41,40 @@ import { WorkspacesHttp } from "./workspaces/http.ts"
 import { WorkspaceResolverLive } from "./workspaces/resolver.ts"
 import { WorkspacesService } from "./workspaces/service.ts"
 
+/** What every area builds on: server keys, then cursors, events, rate limits, mail, entitlements, security events. */
+const Platform = Layer.mergeAll(
+  Cursors.layer,
+  EventLog.layer,
+  RateLimiter.layer,
+  Mailer.layer,
+  Entitlements.layer,
+  SecurityLog.layer
+).pipe(Layer.provideMerge(ServerKeys.layer))
+
+/** Who is calling and which workspace the path names: the edge's lookups, which sign-in uses too. */
+const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
+
+/**
+ * The area services over the platform. Most areas need only the platform; sign-in also creates a first workspace
+ * (identity builds on workspaces), and OAuth sign-in finishes as an email sign-in does (OAuth builds on identity).
+ */
+const Services = OAuthService.layer.pipe(
+  Layer.provideMerge(IdentityService.layer),
+  Layer.provideMerge(Layer.mergeAll(
+    WorkspacesService.layer,
+    MembersService.layer,
+    InvitationsService.layer,
+    TeamsService.layer,
+    ApiKeysService.layer,
+    ProjectsService.layer,
+    EnvironmentSweep.layer,
+    ConfigService.layer,
+    SecretsService.layer
+  )),
+  Layer.provideMerge(Layer.mergeAll(Platform, Resolvers))
+)
+
+/** The typed API: one handler group per area, behind the middleware every endpoint declares. */
 const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
     SystemHttp,
@@ -63,25 +99,11 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
 
 const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs" })
 
-const Services = OAuthService.layer.pipe(
-  Layer.provideMerge(IdentityService.layer),
-  Layer.provideMerge(WorkspacesService.layer),
-  Layer.provideMerge(TeamsService.layer),
-  Layer.provideMerge(Layer.mergeAll(ProjectsService.layer, EnvironmentSweep.layer)),
-  Layer.provideMerge(Entitlements.layer),
-  Layer.provideMerge(ConfigService.layer),
-  Layer.provideMerge(SecretsService.layer),
-  Layer.provideMerge(Layer.mergeAll(MembersService.layer, InvitationsService.layer)),
-  Layer.provideMerge(ApiKeysService.layer),
-  Layer.provideMerge(Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive, SecurityLog.layer)),
-  Layer.provideMerge(Layer.mergeAll(EventLog.layer, RateLimiter.layer, Cursors.layer, Mailer.layer)),
-  Layer.provideMerge(ServerKeys.layer)
-)
+/** The HTTP side: the edge in front of the typed API and the docs; plus the idle sweep, which serves no route. */
+const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background)
 
-/** Every route (API, docs, edge) with the services they need; needs config and repositories. */
-export const HttpAppLive = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background).pipe(
-  Layer.provide(Services)
-)
+/** Every route with the services it needs; needs the configuration and one flavour of repositories. */
+export const HttpAppLive = Http.pipe(Layer.provide(Services))
 
 /** Serves the app on whatever `HttpServer` is provided (a Node listener, or a test server). */
 export const serveApp = HttpRouter.serve(HttpAppLive, { disableLogger: true, disableListenLog: true })

@@ -1,8 +1,7 @@
 /** API key handlers: decode is done by the router, access by the middleware; each calls one service method. */
-import { ControlPlaneApi, CurrentActor } from "@cp/domain"
+import { ControlPlaneApi, CurrentActor, CurrentWorkspace } from "@cp/domain"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { currentWorkspace } from "../platform/requestScope.ts"
 import { ApiKeysService } from "./service.ts"
 
 export const ApiKeysHttp = HttpApiBuilder.group(ControlPlaneApi, "apiKeys", (handlers) =>
@@ -11,11 +10,11 @@ export const ApiKeysHttp = HttpApiBuilder.group(ControlPlaneApi, "apiKeys", (han
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
-          return yield* apiKeys.create(yield* CurrentActor, yield* currentWorkspace, payload)
+          return yield* apiKeys.create(yield* CurrentActor, yield* CurrentWorkspace, payload)
         }))
-      .handle("list", ({ query }) => Effect.flatMap(currentWorkspace, (workspace) => apiKeys.list(workspace, query)))
+      .handle("list", ({ query }) => Effect.flatMap(CurrentWorkspace, (workspace) => apiKeys.list(workspace, query)))
       .handle("revoke", ({ params }) =>
         Effect.gen(function*() {
-          return yield* apiKeys.revoke(yield* CurrentActor, yield* currentWorkspace, params.apiKeyId)
+          return yield* apiKeys.revoke(yield* CurrentActor, yield* CurrentWorkspace, params.apiKeyId)
         }))
   }))

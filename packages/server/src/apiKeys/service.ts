@@ -15,6 +15,7 @@ import {
   NotFound,
   type Paged,
   type ProjectId,
+  type ResolvedWorkspace,
   type RevokedApiKey,
   ServicePrincipalId,
   type ValidationFailed,
@@ -37,7 +38,6 @@ import { EventLog } from "../platform/events.ts"
 import { newId, newUuid } from "../platform/ids.ts"
 import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
 import { coversRole } from "../platform/rbac.ts"
-import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import { requireProjectIn } from "../projects/scope.ts"
 
 /** The secret's first characters kept in clear, the only key material lists show. */

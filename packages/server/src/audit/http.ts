@@ -2,10 +2,9 @@
  * Audit handlers: decode is done by the router, access (`audit.read`) by the middleware; one service call. The
  * group comes with its service, so registering the area in `app.ts` is one entry.
  */
-import { ControlPlaneApi, CurrentActor } from "@cp/domain"
+import { ControlPlaneApi, CurrentActor, CurrentWorkspace } from "@cp/domain"
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { currentWorkspace } from "../platform/requestScope.ts"
 import { AuditService } from "./service.ts"
 
 export const AuditHttp = HttpApiBuilder.group(ControlPlaneApi, "audit", (handlers) =>
@@ -13,6 +12,6 @@ export const AuditHttp = HttpApiBuilder.group(ControlPlaneApi, "audit", (handler
     const audit = yield* AuditService
     return handlers.handle("list", ({ query }) =>
       Effect.gen(function*() {
-        return yield* audit.list(yield* CurrentActor, yield* currentWorkspace, query)
+        return yield* audit.list(yield* CurrentActor, yield* CurrentWorkspace, query)
       }))
   })).pipe(Layer.provide(AuditService.layer))

@@ -12,13 +12,13 @@ import {
   type AuditListQuery,
   type Paged,
   type RateLimited,
+  type ResolvedWorkspace,
   type ValidationFailed
 } from "@cp/domain"
 import { type AuditEntryRecord, EventLogRepo } from "@cp/persistence"
 import { Context, Effect, Layer, Schema } from "effect"
 import { type CursorBinding, Cursors, DEFAULT_PAGE_SIZE, pageOf, timeIdPosition } from "../platform/pagination.ts"
 import { auditFamily, RateLimiter } from "../platform/rateLimit.ts"
-import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 
 /** The wire view of a stored entry: the spec's fields, the subject as `{ kind, id, name }`. */
 export const toAuditEntry = (row: AuditEntryRecord): AuditEntry => ({

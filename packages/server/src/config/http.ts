@@ -2,6 +2,7 @@
 import {
   ControlPlaneApi,
   CurrentActor,
+  CurrentWorkspace,
   type EnvironmentId,
   type FeatureFlagId,
   type FeatureFlagInput,
@@ -13,7 +14,6 @@ import {
 } from "@cp/domain"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { currentWorkspace } from "../platform/requestScope.ts"
 import type { PageRequest } from "../workspaces/service.ts"
 import { ConfigService, type ConfigTarget } from "./service.ts"
 
@@ -25,7 +25,7 @@ interface ScopeParams {
 
 /** The scope the path names, in the workspace the edge resolved. */
 const targetOf = (params: ScopeParams) =>
-  Effect.map(currentWorkspace, (workspace): ConfigTarget => ({
+  Effect.map(CurrentWorkspace, (workspace): ConfigTarget => ({
     workspace,
     projectId: params.projectId ?? null,
     environmentId: params.environmentId ?? null

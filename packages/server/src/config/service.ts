@@ -21,6 +21,7 @@ import {
   type ProjectId,
   type ResolvedScopeKind,
   type ResolvedSetting,
+  type ResolvedWorkspace,
   type Setting,
   SettingId,
   type SettingInput,
@@ -48,7 +49,6 @@ import { eventActorOf, EventLog } from "../platform/events.ts"
 import { newId } from "../platform/ids.ts"
 import { Cursors, timeIdPage } from "../platform/pagination.ts"
 import { decide } from "../platform/rbac.ts"
-import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import { findEnvironment, findProject } from "../projects/scope.ts"
 import type { PageRequest } from "../workspaces/service.ts"
 

@@ -1,8 +1,7 @@
 /** Members and invitations handlers: decode by the router, access by the middleware; each calls one service method. */
-import { ControlPlaneApi, CurrentActor } from "@cp/domain"
+import { ControlPlaneApi, CurrentActor, CurrentWorkspace } from "@cp/domain"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { currentWorkspace } from "../platform/requestScope.ts"
 import { InvitationsService } from "./invitations.ts"
 import { MembersService } from "./service.ts"
 
@@ -10,14 +9,14 @@ export const MembersHttp = HttpApiBuilder.group(ControlPlaneApi, "members", (han
   Effect.gen(function*() {
     const members = yield* MembersService
     return handlers
-      .handle("list", ({ query }) => Effect.flatMap(currentWorkspace, (workspace) => members.list(workspace, query)))
+      .handle("list", ({ query }) => Effect.flatMap(CurrentWorkspace, (workspace) => members.list(workspace, query)))
       .handle("updateRole", ({ params, payload }) =>
         Effect.gen(function*() {
-          return yield* members.updateRole(yield* CurrentActor, yield* currentWorkspace, params.memberId, payload.role)
+          return yield* members.updateRole(yield* CurrentActor, yield* CurrentWorkspace, params.memberId, payload.role)
         }))
       .handle("remove", ({ params }) =>
         Effect.gen(function*() {
-          return yield* members.remove(yield* CurrentActor, yield* currentWorkspace, params.memberId)
+          return yield* members.remove(yield* CurrentActor, yield* CurrentWorkspace, params.memberId)
         }))
   }))
 
@@ -30,19 +29,19 @@ export const InvitationsHttp = HttpApiBuilder.group(
       return handlers
         .handle(
           "list",
-          ({ query }) => Effect.flatMap(currentWorkspace, (workspace) => invitations.list(workspace, query))
+          ({ query }) => Effect.flatMap(CurrentWorkspace, (workspace) => invitations.list(workspace, query))
         )
         .handle("create", ({ payload }) =>
           Effect.gen(function*() {
-            return yield* invitations.create(yield* CurrentActor, yield* currentWorkspace, payload)
+            return yield* invitations.create(yield* CurrentActor, yield* CurrentWorkspace, payload)
           }))
         .handle("revoke", ({ params }) =>
           Effect.gen(function*() {
-            return yield* invitations.revoke(yield* CurrentActor, yield* currentWorkspace, params.invitationId)
+            return yield* invitations.revoke(yield* CurrentActor, yield* CurrentWorkspace, params.invitationId)
           }))
         .handle("accept", ({ payload }) =>
           Effect.gen(function*() {
-            return yield* invitations.acceptByToken(yield* CurrentActor, yield* currentWorkspace, payload.token)
+            return yield* invitations.acceptByToken(yield* CurrentActor, yield* CurrentWorkspace, payload.token)
           }))
         .handle("mine", ({ query }) => Effect.flatMap(CurrentActor, (actor) => invitations.mine(actor, query)))
         .handle(

@@ -16,6 +16,7 @@ import {
   NotFound,
   type Paged,
   PreconditionFailed,
+  type ResolvedWorkspace,
   type ValidationFailed,
   wireError,
   type WorkspaceRole
@@ -39,7 +40,6 @@ import { ServerKeys } from "../platform/keys.ts"
 import { Mailer } from "../platform/mailer.ts"
 import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
 import { holdsRole } from "../platform/rbac.ts"
-import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import { ownerRequired, type PageRequest } from "./service.ts"
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000

@@ -12,6 +12,7 @@ import {
   type OrgId,
   type Paged,
   PreconditionFailed,
+  type ResolvedWorkspace,
   type ValidationFailed,
   wireError,
   type WorkspaceRole
@@ -22,7 +23,6 @@ import { eventActorOf, EventLog } from "../platform/events.ts"
 import { newUuid } from "../platform/ids.ts"
 import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
 import { holdsRole } from "../platform/rbac.ts"
-import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 
 export interface PageRequest {
   readonly limit?: number

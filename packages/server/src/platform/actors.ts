@@ -1,7 +1,6 @@
 /** Turns a bearer token into an actor: session tokens first, anything else as an API key (spec Authentication 4). */
-import type { Actor } from "@cp/domain"
+import type { Actor, ResolvedWorkspace } from "@cp/domain"
 import { Context, type Effect, type Option } from "effect"
-import type { ResolvedWorkspace } from "./workspaceResolver.ts"
 
 /** A request's credential and the workspace its path names, resolved in the routing order of contract §4. */
 export interface ActorOnWorkspace {

@@ -25,13 +25,12 @@ import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKe
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
 import { renderError } from "./render.ts"
-import { type ActorResolution, CurrentRequestScope, type RequestScope } from "./requestScope.ts"
+import { type ActorResolution, CurrentRequestScope, type RequestScope, workspaceNotFound } from "./requestScope.ts"
 import { makeRouteTable } from "./routeTable.ts"
 import { WorkspaceResolver } from "./workspaceResolver.ts"
 
 const WORKSPACE_PATH = /^\/v1\/organizations\/([^/?]+)(.*)$/
 const DOCS_ROUTES = [["GET", "/docs"], ["GET", "/openapi.json"]] as const
-const NOT_VISIBLE = wireError(NotFound, "Workspace not found")
 
 const splitUrl = (url: string): { readonly path: string; readonly search: string } => {
   const q = url.indexOf("?")
@@ -43,13 +42,6 @@ const bearerToken = (authorization: string | undefined): string | undefined =>
 
 const isRouteNotFound = (error: unknown): boolean =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
-
-/** 429 answers carry `Retry-After` with the same whole seconds as `details.retryAfterSeconds`. */
-const withRetryAfter = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
-  if (response.status !== 429 || response.headers["retry-after"] !== undefined) return response
-  const seconds = /"retryAfterSeconds":(\d+)/.exec(responseText(response) ?? "")?.[1]
-  return seconds === undefined ? response : HttpServerResponse.setHeader(response, "retry-after", seconds)
-}
 
 export const EdgeLive = HttpRouter.middleware(
   Effect.gen(function*() {
@@ -145,7 +137,7 @@ export const EdgeLive = HttpRouter.middleware(
       const actor = caller.actor
       let workspace: RequestScope["workspace"] = undefined
       if (actor._tag === "Resolved" && caller.workspace !== undefined) {
-        if (Option.isNone(caller.workspace)) return yield* renderError(NOT_VISIBLE)
+        if (Option.isNone(caller.workspace)) return yield* renderError(workspaceNotFound())
         workspace = caller.workspace.value
         yield* Effect.annotateCurrentSpan("workspace.id", workspace.organization.id)
         path = `/v1/organizations/${workspace.organization.id}${workspaceMatch?.[2] ?? ""}`
@@ -189,10 +181,9 @@ export const EdgeLive = HttpRouter.middleware(
           Effect.catchCause(renderFailures(canonicalAliasPath(path) ?? path)),
           Effect.provideService(CurrentRequestId, requestId)
         )
-        const shaped = withRetryAfter(response)
-        return shaped.headers["x-request-id"] === undefined
-          ? HttpServerResponse.setHeader(shaped, "x-request-id", requestId)
-          : shaped
+        return response.headers["x-request-id"] === undefined
+          ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
+          : response
       })
   }),
   { global: true }

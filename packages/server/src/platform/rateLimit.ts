@@ -5,6 +5,7 @@
 import { RateLimited, wireError } from "@cp/domain"
 import { RateLimitRepo } from "@cp/persistence"
 import { Clock, Context, Effect, Layer } from "effect"
+import { HttpEffect, HttpServerResponse } from "effect/http"
 
 export interface Bucket {
   readonly scope: "identity" | "org"
@@ -22,6 +23,19 @@ export interface RateLimitFamily {
 
 export const authFamily: RateLimitFamily = { name: "auth", windowSeconds: 60, identityLimit: 10, orgLimit: 60 }
 export const auditFamily: RateLimitFamily = { name: "audit", windowSeconds: 60, identityLimit: 120, orgLimit: 600 }
+
+/**
+ * The 429 this trip becomes carries `Retry-After`, the seconds of its `details.retryAfterSeconds`; outside an HTTP
+ * request (a service test) there is no answer to mark.
+ */
+const retryAfter = (seconds: number) =>
+  Effect.withFiber((fiber) => {
+    HttpEffect.appendPreResponseHandlerUnsafe(fiber.context, (_request, response) =>
+      Effect.succeed(
+        response.status === 429 ? HttpServerResponse.setHeader(response, "retry-after", String(seconds)) : response
+      ))
+    return Effect.void
+  })
 
 export class RateLimiter extends Context.Service<RateLimiter, {
   /** Counts one request against the family's identity bucket and, when known, its workspace bucket. */
@@ -50,6 +64,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           })
           if (verdict.allowed) return
           const blocked = buckets.find((bucket) => bucket.key === verdict.blockedKey) ?? buckets[0]
+          yield* retryAfter(verdict.retryAfterSeconds)
           return yield* wireError(RateLimited, "Too many requests; retry later", {
             scope: blocked?.scope ?? "identity",
             retryAfterSeconds: verdict.retryAfterSeconds

@@ -1,25 +1,13 @@
 /** The RBAC core: grants (role bindings with provenance) decide permissions; deny by default. */
 import {
+  type Grant,
   type Permission,
   type PermissionDecision,
   permissions,
   projectPermissions,
   type Role,
-  rolePermissions,
-  type Via
+  rolePermissions
 } from "@cp/domain"
-
-/**
- * A role the subject holds, where it holds it, and how it came to hold it: `direct` (a binding of its own), `team`
- * (a grant of a team it belongs to; `teamId` names the team) or `account_cascade` (held on the account root).
- */
-export type Grant = Via & {
-  /**
-   * When present, the grant confers only these of its role's permissions. Workflow (CI) actors hold such a grant:
-   * `environment.read` within their token-bound project, nothing else (spec: Projects and environments).
-   */
-  readonly only?: ReadonlySet<Permission>
-}
 
 /** What a workflow actor holds in its token-bound workspace: listing environments of its bound project. */
 export const workflowGrants = (projectId: string): ReadonlyArray<Grant> => [{

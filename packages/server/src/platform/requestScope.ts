@@ -1,10 +1,11 @@
 /**
  * What the edge learned about the current request before routing: the caller, the workspace its path
- * names (already resolved and checked for visibility), and client details for security events.
+ * names (already resolved and checked for visibility), and client details for security events. Only the
+ * authentication middleware reads the caller and the workspace; handlers get them as `CurrentActor` and
+ * `CurrentWorkspace`.
  */
-import { type Actor, NotFound, wireError } from "@cp/domain"
-import { Context, Effect } from "effect"
-import type { ResolvedWorkspace } from "./workspaceResolver.ts"
+import { type Actor, NotFound, type ResolvedWorkspace, wireError } from "@cp/domain"
+import { Context } from "effect"
 
 export type ActorResolution =
   | { readonly _tag: "Anonymous" }
@@ -18,12 +19,10 @@ export interface RequestScope {
   readonly userAgent: string | null
 }
 
+/** A request the edge has not seen carries no credential. */
 export const CurrentRequestScope = Context.Reference<RequestScope>("@cp/server/CurrentRequestScope", {
   defaultValue: () => ({ actor: { _tag: "Anonymous" }, workspace: undefined, ip: null, userAgent: null })
 })
 
-/** The workspace the path names; routes under `/v1/organizations/{orgId}` always have one (the edge 404s otherwise). */
-export const currentWorkspace = Effect.flatMap(CurrentRequestScope, ({ workspace }) =>
-  workspace === undefined
-    ? Effect.fail(wireError(NotFound, "Workspace not found"))
-    : Effect.succeed(workspace))
+/** The answer for a workspace reference that is unknown or hidden from the caller. */
+export const workspaceNotFound = () => wireError(NotFound, "Workspace not found")

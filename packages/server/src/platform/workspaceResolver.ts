@@ -1,13 +1,6 @@
 /** Resolves the workspace reference in a path (`org_…`, `ws_…` or slug) for the caller, before routing. */
-import type { Actor, Organization, OrgId, WorkspaceRef } from "@cp/domain"
+import type { Actor, OrgId, ResolvedWorkspace, WorkspaceRef } from "@cp/domain"
 import { Context, type Effect, type Option } from "effect"
-import type { Grant } from "./rbac.ts"
-
-/** A workspace the caller can see, with every grant the caller holds on it (direct, team, cascaded). */
-export interface ResolvedWorkspace {
-  readonly organization: Organization
-  readonly grants: ReadonlyArray<Grant>
-}
 
 export class WorkspaceResolver extends Context.Service<WorkspaceResolver, {
   /** None when the reference is unknown or names a workspace the actor cannot see (both answer 404). */

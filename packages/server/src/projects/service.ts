@@ -14,6 +14,7 @@ import {
   PreconditionFailed,
   type Project,
   type ProjectId,
+  type ResolvedWorkspace,
   type ValidationFailed,
   wireError
 } from "@cp/domain"
@@ -30,7 +31,6 @@ import { Entitlements } from "../platform/entitlements.ts"
 import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { type CursorBinding, Cursors, timeIdPage } from "../platform/pagination.ts"
-import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import type { PageRequest } from "../workspaces/service.ts"
 import { nextFreeSlug, slugify } from "../workspaces/slugs.ts"
 import { findEnvironment as findEnvironmentIn, findProject as findProjectIn } from "./scope.ts"

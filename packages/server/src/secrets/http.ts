@@ -1,11 +1,8 @@
 /** Secret handlers, one group per `{scope}` prefix: each names its scope and calls one service method. */
-import { ControlPlaneApi, CurrentActor, type ProjectId } from "@cp/domain"
+import { actorInWorkspace, ControlPlaneApi, CurrentWorkspace, type ProjectId } from "@cp/domain"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { currentWorkspace } from "../platform/requestScope.ts"
 import { type SecretScope, SecretsService } from "./service.ts"
-
-const inWorkspace = Effect.all({ actor: CurrentActor, workspace: currentWorkspace })
 
 export const SecretsHttp = HttpApiBuilder.group(ControlPlaneApi, "secrets", (handlers) =>
   Effect.gen(function*() {
@@ -13,15 +10,15 @@ export const SecretsHttp = HttpApiBuilder.group(ControlPlaneApi, "secrets", (han
     const scope: SecretScope = { kind: "organization" }
     return handlers
       .handle("list", ({ query }) =>
-        Effect.flatMap(currentWorkspace, (workspace) => secrets.list(workspace, scope, query)))
+        Effect.flatMap(CurrentWorkspace, (workspace) => secrets.list(workspace, scope, query)))
       .handle("create", ({ payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
           secrets.create(actor, workspace, scope, payload)))
       .handle("rotate", ({ params, payload }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
           secrets.rotate(actor, workspace, scope, params.secretId, payload)))
       .handle("revoke", ({ params }) =>
-        Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
           secrets.revoke(actor, workspace, scope, params.secretId)))
   }))
 
@@ -39,24 +36,24 @@ export const ProjectSecretsHttp = HttpApiBuilder.group(
         .handle(
           "list",
           ({ params, query }) =>
-            Effect.flatMap(currentWorkspace, (workspace) => secrets.list(workspace, scopeOf(params), query))
+            Effect.flatMap(CurrentWorkspace, (workspace) => secrets.list(workspace, scopeOf(params), query))
         )
         .handle(
           "create",
           ({ params, payload }) =>
-            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
               secrets.create(actor, workspace, scopeOf(params), payload))
         )
         .handle(
           "rotate",
           ({ params, payload }) =>
-            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
               secrets.rotate(actor, workspace, scopeOf(params), params.secretId, payload))
         )
         .handle(
           "revoke",
           ({ params }) =>
-            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
               secrets.revoke(actor, workspace, scopeOf(params), params.secretId))
         )
     })
@@ -77,25 +74,25 @@ export const EnvironmentSecretsHttp = HttpApiBuilder.group(
         .handle(
           "list",
           ({ params, query }) =>
-            Effect.flatMap(currentWorkspace, (workspace) =>
+            Effect.flatMap(CurrentWorkspace, (workspace) =>
               secrets.list(workspace, scopeOf({ kind: "environment", ...params }), query))
         )
         .handle(
           "create",
           ({ params, payload }) =>
-            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
               secrets.create(actor, workspace, scopeOf({ kind: "environment", ...params }), payload))
         )
         .handle(
           "rotate",
           ({ params, payload }) =>
-            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
               secrets.rotate(actor, workspace, scopeOf({ kind: "environment", ...params }), params.secretId, payload))
         )
         .handle(
           "revoke",
           ({ params }) =>
-            Effect.flatMap(inWorkspace, ({ actor, workspace }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
               secrets.revoke(actor, workspace, scopeOf({ kind: "environment", ...params }), params.secretId))
         )
     })

@@ -11,6 +11,7 @@ import {
   NotFound,
   type Paged,
   type ProjectId,
+  type ResolvedWorkspace,
   type Secret,
   type SecretId,
   type SecretInput,
@@ -33,7 +34,6 @@ import { newId } from "../platform/ids.ts"
 import { ServerKeys } from "../platform/keys.ts"
 import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
 import { seal } from "../platform/secretBox.ts"
-import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import { findEnvironment, findProject } from "../projects/scope.ts"
 import type { PageRequest } from "../workspaces/service.ts"
 

@@ -11,6 +11,7 @@ import {
   NotFound,
   type Paged,
   type ProjectId,
+  type ResolvedWorkspace,
   type Team,
   type TeamId,
   type TeamMember,
@@ -45,7 +46,6 @@ import {
   timeIdPosition
 } from "../platform/pagination.ts"
 import { coversRole } from "../platform/rbac.ts"
-import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import { requireProjectIn } from "../projects/scope.ts"
 import type { PageRequest } from "../workspaces/service.ts"
 import { nextFreeSlug, slugify } from "../workspaces/slugs.ts"

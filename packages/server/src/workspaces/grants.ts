@@ -1,6 +1,6 @@
 /** Turns the roles a subject holds (role bindings and team grants) into grants with provenance for one workspace. */
+import type { Grant } from "@cp/domain"
 import type { HeldBinding } from "@cp/persistence"
-import type { Grant } from "../platform/rbac.ts"
 
 /**
  * A role held on the workspace itself is `direct`, or `team` when a team's grant gives it; one held on the

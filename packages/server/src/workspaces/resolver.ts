@@ -1,9 +1,9 @@
 /** The edge's workspace lookup: reference → workspace plus the caller's grants, or nothing (404). */
-import type { Actor, OrgId, WorkspaceRef } from "@cp/domain"
+import type { Actor, OrgId, ResolvedWorkspace, WorkspaceRef } from "@cp/domain"
 import { OrganizationsRepo, type ResolvedWorkspace as WorkspaceRow } from "@cp/persistence"
 import { Effect, Layer, Option } from "effect"
 import { workflowGrants } from "../platform/rbac.ts"
-import { type ResolvedWorkspace, WorkspaceResolver } from "../platform/workspaceResolver.ts"
+import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
 import { grantsOf } from "./grants.ts"
 import { toOrganization } from "./service.ts"
 

@@ -9,6 +9,7 @@ import {
   type Paged,
   type PermissionDecision,
   type ProjectId,
+  type ResolvedWorkspace,
   type UserId,
   type ValidationFailed,
   wireError
@@ -26,7 +27,6 @@ import {
   timeIdPosition
 } from "../platform/pagination.ts"
 import { decide, effectiveAccess } from "../platform/rbac.ts"
-import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import { grantsOf } from "./grants.ts"
 import { nextFreeSlug, slugify } from "./slugs.ts"
 

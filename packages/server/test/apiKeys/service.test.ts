@@ -9,6 +9,7 @@ import {
   type ApiKeyId,
   type CreateApiKey,
   Forbidden,
+  type Grant,
   type OrgId,
   ProjectId,
   type Role,
@@ -31,7 +32,6 @@ import { newId } from "../../src/platform/ids.ts"
 import { ServerKeys } from "../../src/platform/keys.ts"
 import { Cursors } from "../../src/platform/pagination.ts"
 import { coversRole } from "../../src/platform/rbac.ts"
-import type { Grant } from "../../src/platform/rbac.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { RepositoriesMemory } from "../../src/repositories.ts"
 import { WorkspaceResolverLive } from "../../src/workspaces/resolver.ts"

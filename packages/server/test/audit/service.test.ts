@@ -11,6 +11,7 @@ import {
   type AuditListQuery as AuditListQueryType,
   type OrgId,
   RateLimited,
+  type ResolvedWorkspace,
   SessionId,
   UserId,
   ValidationFailed
@@ -25,7 +26,6 @@ import { newId } from "../../src/platform/ids.ts"
 import { ServerKeys } from "../../src/platform/keys.ts"
 import { Cursors } from "../../src/platform/pagination.ts"
 import { RateLimiter } from "../../src/platform/rateLimit.ts"
-import type { ResolvedWorkspace } from "../../src/platform/workspaceResolver.ts"
 import { RepositoriesMemory } from "../../src/repositories.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
 
