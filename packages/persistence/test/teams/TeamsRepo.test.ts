@@ -4,10 +4,10 @@ import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
+import { MembersRepo } from "../../src/members/MembersRepo.ts"
 import type { TeamGrantRow, TeamMemberRow, TeamRow } from "../../src/teams/rows.ts"
 import { TeamsRepo } from "../../src/teams/TeamsRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
-import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
 import type { OrganizationRow, RoleBindingRow, SubjectType } from "../../src/workspaces/rows.ts"
@@ -89,18 +89,21 @@ describeContract("TeamsRepo teams", repositories, (it) => {
       const teams = [teamRow(org, 1), teamRow(org, 3), teamRow(org, 2), teamRow(org, 2)]
       yield* Effect.forEach([...teams, teamRow(other, 4)], repo.insert, { discard: true })
       const first = teams[0]!
-      assert.deepStrictEqual(yield* repo.find(org.id, first.id), Option.some(first))
-      assert.isTrue(Option.isNone(yield* repo.find(other.id, first.id)), "a team of another workspace is not found")
-      assert.isTrue(Option.isNone(yield* repo.find(org.id, newTeamId())))
+      assert.deepStrictEqual(yield* repo.find({ orgId: org.id, teamId: first.id }), Option.some(first))
+      assert.isTrue(
+        Option.isNone(yield* repo.find({ orgId: other.id, teamId: first.id })),
+        "a team of another workspace is not found"
+      )
+      assert.isTrue(Option.isNone(yield* repo.find({ orgId: org.id, teamId: newTeamId() })))
 
       const expected = [...teams].sort(byNewest((team) => team.id))
-      assert.deepStrictEqual(yield* repo.list(org.id, { limit: 10 }), expected)
-      const page1 = yield* repo.list(org.id, { limit: 2 })
+      assert.deepStrictEqual(yield* repo.list({ orgId: org.id, limit: 10 }), expected)
+      const page1 = yield* repo.list({ orgId: org.id, limit: 2 })
       assert.deepStrictEqual(page1, expected.slice(0, 2))
       const last = page1[1]!
-      const page2 = yield* repo.list(org.id, { limit: 2, after: { at: last.createdAt, key: last.id } })
+      const page2 = yield* repo.list({ orgId: org.id, limit: 2, after: { at: last.createdAt, key: last.id } })
       assert.deepStrictEqual(page2, expected.slice(2, 4))
-      assert.deepStrictEqual(yield* repo.list(org.id, { limit: 2, after: { at: at(0), key: "" } }), [])
+      assert.deepStrictEqual(yield* repo.list({ orgId: org.id, limit: 2, after: { at: at(0), key: "" } }), [])
     }))
 
   it.effect("a slug is unique within its workspace only", () =>
@@ -122,8 +125,12 @@ describeContract("TeamsRepo teams", repositories, (it) => {
       const slugs = ["core", "core-2", "core-10", "core-x", "core2", "corex"]
       yield* Effect.forEach(slugs, (slug, i) => repo.insert(teamRow(org, i, { slug })), { discard: true })
       yield* repo.insert(teamRow(other, 0, { slug: "core-3" }))
-      assert.deepStrictEqual([...yield* repo.slugsStartingWith(org.id, "core")].sort(), ["core", "core-10", "core-2"])
-      assert.deepStrictEqual(yield* repo.slugsStartingWith(org.id, "none"), [])
+      assert.deepStrictEqual([...yield* repo.slugsStartingWith({ orgId: org.id, base: "core" })].sort(), [
+        "core",
+        "core-10",
+        "core-2"
+      ])
+      assert.deepStrictEqual(yield* repo.slugsStartingWith({ orgId: org.id, base: "none" }), [])
     }))
 
   it.effect("update renames within the workspace; a taken slug is a UniqueViolation and changes nothing", () =>
@@ -132,16 +139,20 @@ describeContract("TeamsRepo teams", repositories, (it) => {
       const [org, other] = [yield* workspace(), yield* workspace()]
       const [team, sibling] = [teamRow(org, 1, { slug: "one" }), teamRow(org, 2, { slug: "two" })]
       yield* Effect.forEach([team, sibling], repo.insert, { discard: true })
-      const renamed = yield* repo.update(org.id, team.id, { name: "Renamed", updatedAt: at(5) })
+      const renamed = yield* repo.update({ orgId: org.id, teamId: team.id, name: "Renamed", updatedAt: at(5) })
       assert.deepStrictEqual(renamed, Option.some({ ...team, name: "Renamed", updatedAt: at(5) }))
-      const reslugged = yield* repo.update(org.id, team.id, { slug: "uno", updatedAt: at(6) })
+      const reslugged = yield* repo.update({ orgId: org.id, teamId: team.id, slug: "uno", updatedAt: at(6) })
       assert.deepStrictEqual(reslugged, Option.some({ ...team, name: "Renamed", slug: "uno", updatedAt: at(6) }))
-      const error = yield* Effect.flip(repo.update(org.id, team.id, { slug: "two", updatedAt: at(7) }))
+      const error = yield* Effect.flip(repo.update({ orgId: org.id, teamId: team.id, slug: "two", updatedAt: at(7) }))
       assert.strictEqual(error.constraint, "teams_org_slug_key")
-      assert.strictEqual(Option.getOrThrow(yield* repo.find(org.id, team.id)).slug, "uno")
-      assert.isTrue(Option.isNone(yield* repo.update(other.id, team.id, { name: "x", updatedAt: at(8) })))
+      assert.strictEqual(Option.getOrThrow(yield* repo.find({ orgId: org.id, teamId: team.id })).slug, "uno")
+      assert.isTrue(
+        Option.isNone(yield* repo.update({ orgId: other.id, teamId: team.id, name: "x", updatedAt: at(8) }))
+      )
       // Its own slug is not a conflict.
-      assert.isTrue(Option.isSome(yield* repo.update(org.id, team.id, { slug: "uno", updatedAt: at(9) })))
+      assert.isTrue(
+        Option.isSome(yield* repo.update({ orgId: org.id, teamId: team.id, slug: "uno", updatedAt: at(9) }))
+      )
     }))
 
   it.effect("delete removes the team with its members and grants; a second delete finds nothing", () =>
@@ -155,14 +166,17 @@ describeContract("TeamsRepo teams", repositories, (it) => {
       yield* repo.insertMember(memberOf(kept, user, 1))
       yield* repo.insertGrant(grantOf(team, "admin", 1))
       yield* repo.insertGrant(grantOf(kept, "viewer", 1))
-      assert.isTrue(Option.isNone(yield* repo.delete(other.id, team.id)), "not from another workspace")
-      assert.deepStrictEqual(yield* repo.delete(org.id, team.id), Option.some(team))
-      assert.isTrue(Option.isNone(yield* repo.find(org.id, team.id)))
-      assert.deepStrictEqual(yield* repo.listMembers(team.id, { limit: 10 }), [])
+      assert.isTrue(
+        Option.isNone(yield* repo.delete({ orgId: other.id, teamId: team.id })),
+        "not from another workspace"
+      )
+      assert.deepStrictEqual(yield* repo.delete({ orgId: org.id, teamId: team.id }), Option.some(team))
+      assert.isTrue(Option.isNone(yield* repo.find({ orgId: org.id, teamId: team.id })))
+      assert.deepStrictEqual(yield* repo.listMembers({ teamId: team.id, limit: 10 }), [])
       assert.deepStrictEqual(yield* repo.grantsOf(team.id), [])
-      assert.lengthOf(yield* repo.listMembers(kept.id, { limit: 10 }), 1)
+      assert.lengthOf(yield* repo.listMembers({ teamId: kept.id, limit: 10 }), 1)
       assert.lengthOf(yield* repo.grantsOf(kept.id), 1)
-      assert.isTrue(Option.isNone(yield* repo.delete(org.id, team.id)))
+      assert.isTrue(Option.isNone(yield* repo.delete({ orgId: org.id, teamId: team.id })))
       // The slug is free again.
       yield* repo.insert({ ...teamRow(org, 3), slug: team.slug })
     }))
@@ -180,8 +194,8 @@ describeContract("TeamsRepo teams", repositories, (it) => {
         return yield* new Abort()
       })))
       assert.instanceOf(error, Abort)
-      assert.isTrue(Option.isNone(yield* repo.find(org.id, team.id)))
-      assert.deepStrictEqual(yield* repo.listMembers(team.id, { limit: 10 }), [])
+      assert.isTrue(Option.isNone(yield* repo.find({ orgId: org.id, teamId: team.id })))
+      assert.deepStrictEqual(yield* repo.listMembers({ teamId: team.id, limit: 10 }), [])
       assert.deepStrictEqual(yield* repo.grantsOf(team.id), [])
     }))
 })
@@ -205,16 +219,29 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
       assert.strictEqual(error.constraint, "team_members_pkey")
 
       const expected = [...members].sort(byNewest((member) => member.subjectId))
-      assert.deepStrictEqual(yield* repo.listMembers(team.id, { limit: 10 }), expected)
+      assert.deepStrictEqual(yield* repo.listMembers({ teamId: team.id, limit: 10 }), expected)
       const first = expected[0]!
       assert.deepStrictEqual(
-        yield* repo.listMembers(team.id, { limit: 10, after: { at: first.createdAt, key: first.subjectId } }),
+        yield* repo.listMembers({ teamId: team.id, limit: 10, after: { at: first.createdAt, key: first.subjectId } }),
         expected.slice(1)
       )
-      assert.deepStrictEqual(yield* repo.deleteMember(team.id, "service_principal", sp), Option.some(members[2]!))
-      assert.isTrue(Option.isNone(yield* repo.deleteMember(team.id, "service_principal", sp)))
-      assert.isTrue(Option.isNone(yield* repo.deleteMember(team.id, "service_principal", members[0]!.subjectId)))
-      assert.lengthOf(yield* repo.listMembers(team.id, { limit: 10 }), 2)
+      assert.deepStrictEqual(
+        yield* repo.deleteMember({ teamId: team.id, subjectType: "service_principal", subjectId: sp }),
+        Option.some(members[2]!)
+      )
+      assert.isTrue(
+        Option.isNone(yield* repo.deleteMember({ teamId: team.id, subjectType: "service_principal", subjectId: sp }))
+      )
+      assert.isTrue(
+        Option.isNone(
+          yield* repo.deleteMember({
+            teamId: team.id,
+            subjectType: "service_principal",
+            subjectId: members[0]!.subjectId
+          })
+        )
+      )
+      assert.lengthOf(yield* repo.listMembers({ teamId: team.id, limit: 10 }), 2)
     }))
 
   it.effect("a grant is named by its tuple: duplicates are a UniqueViolation, revoke deletes exactly that grant", () =>
@@ -278,23 +305,23 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
       ]
       yield* Effect.forEach([...grants, grantOf(foreign, "owner", 4)], repo.insertGrant, { discard: true })
       const expected = [...grants].sort(byNewest((grant) => grant.id))
-      assert.deepStrictEqual(yield* repo.listGrants(org.id, { limit: 10 }), expected)
-      const [p1, p2] = [yield* repo.listGrants(org.id, { limit: 3 }), expected[2]!]
+      assert.deepStrictEqual(yield* repo.listGrants({ orgId: org.id, limit: 10 }), expected)
+      const [p1, p2] = [yield* repo.listGrants({ orgId: org.id, limit: 3 }), expected[2]!]
       assert.deepStrictEqual(p1, expected.slice(0, 3))
       assert.deepStrictEqual(
-        yield* repo.listGrants(org.id, { limit: 3, after: { at: p2.createdAt, key: p2.id } }),
+        yield* repo.listGrants({ orgId: org.id, limit: 3, after: { at: p2.createdAt, key: p2.id } }),
         expected.slice(3)
       )
       assert.deepStrictEqual(
-        yield* repo.listGrants(org.id, { limit: 10, teamId: a.id }),
+        yield* repo.listGrants({ orgId: org.id, limit: 10, teamId: a.id }),
         expected.filter((grant) => grant.teamId === a.id)
       )
-      assert.deepStrictEqual(yield* repo.listGrants(org.id, { limit: 10, teamId: foreign.id }), [])
+      assert.deepStrictEqual(yield* repo.listGrants({ orgId: org.id, limit: 10, teamId: foreign.id }), [])
     }))
 })
 
 describeContract("OrganizationsRepo.resolveForSubject with teams", repositories, (it) => {
-  it.effect("returns the subject's team grants on the workspace and its root beside its own bindings, in grant order", () =>
+  it.effect("returns the subject's team grants on the workspace and its root beside its own bindings, in order", () =>
     Effect.gen(function*() {
       const orgs = yield* OrganizationsRepo
       const repo = yield* TeamsRepo
@@ -386,7 +413,7 @@ describeContract("OrganizationsRepo.resolveForSubject with teams", repositories,
       )
       assert.deepStrictEqual(yield* rolesOf("service_principal", sp), ["viewer:direct", `admin:${team.id}`])
 
-      yield* repo.delete(org.id, team.id)
+      yield* repo.delete({ orgId: org.id, teamId: team.id })
       assert.deepStrictEqual(yield* rolesOf("user", user), [])
       assert.deepStrictEqual(yield* rolesOf("service_principal", sp), ["viewer:direct"])
     }))

@@ -3,8 +3,8 @@ import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
+import { MembersRepo } from "../../src/members/MembersRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
-import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
 import type { OrganizationRow, RoleBindingRow, ScopeKind } from "../../src/workspaces/rows.ts"
@@ -125,7 +125,7 @@ describeContract("OrganizationsRepo", repositories, (it) => {
       assert.isTrue(Option.isNone(yield* repo.findEarliestOwnedAccountRoot(newUserId())))
     }))
 
-  it.effect("resolveForSubject resolves all three spellings with the subject's bindings on the workspace and its root", () =>
+  it.effect("resolveForSubject resolves all three spellings with the subject's bindings there and on its root", () =>
     Effect.gen(function*() {
       const repo = yield* OrganizationsRepo
       const user = newUserId()
@@ -186,8 +186,11 @@ describeContract("MembersRepo", repositories, (it) => {
       })))
       assert.instanceOf(error, Abort)
       assert.isTrue(Option.isNone(yield* (yield* OrganizationsRepo).findById(root.id)))
-      assert.deepStrictEqual(yield* members.listOrgsForSubject("user", user), [])
-      assert.deepStrictEqual(yield* (yield* RoleBindingsRepo).listForSubject(root.id, "user", user), [])
+      assert.deepStrictEqual(yield* members.listOrgsForSubject({ subjectType: "user", subjectId: user }), [])
+      assert.deepStrictEqual(
+        yield* (yield* RoleBindingsRepo).listForSubject({ orgId: root.id, subjectType: "user", subjectId: user }),
+        []
+      )
     }))
 
   it.effect("a subject joins a workspace once; a second time is a UniqueViolation on members_org_subject_key", () =>
@@ -198,8 +201,13 @@ describeContract("MembersRepo", repositories, (it) => {
       const user = newUserId()
       const member = memberRow(root, user, 1)
       yield* repo.insert(member)
-      assert.deepStrictEqual(yield* repo.find(root.id, "user", user), Option.some(member))
-      assert.isTrue(Option.isNone(yield* repo.find(root.id, "service_principal", user)))
+      assert.deepStrictEqual(
+        yield* repo.find({ orgId: root.id, subjectType: "user", subjectId: user }),
+        Option.some(member)
+      )
+      assert.isTrue(
+        Option.isNone(yield* repo.find({ orgId: root.id, subjectType: "service_principal", subjectId: user }))
+      )
       const error = yield* Effect.flip(repo.insert(memberRow(root, user, 2)))
       assert.instanceOf(error, UniqueViolation)
       assert.strictEqual(error.constraint, "members_org_subject_key")
@@ -236,8 +244,12 @@ describeContract("MembersRepo", repositories, (it) => {
         ],
         repo.insert
       )
-      assert.deepStrictEqual(yield* repo.listOrgsForSubject("user", user), [child, newer, older])
-      assert.deepStrictEqual(yield* repo.listOrgsForSubject("service_principal", user), [])
+      assert.deepStrictEqual(yield* repo.listOrgsForSubject({ subjectType: "user", subjectId: user }), [
+        child,
+        newer,
+        older
+      ])
+      assert.deepStrictEqual(yield* repo.listOrgsForSubject({ subjectType: "service_principal", subjectId: user }), [])
     }))
 })
 
@@ -275,14 +287,25 @@ describeContract("RoleBindingsRepo", repositories, (it) => {
       const onRoot = bindingRow(root, user, "owner", { createdAt: at(1) })
       const accountWide = bindingRow(root, user, "billing_admin", { scopeKind: "account", createdAt: at(3) })
       yield* insertBindings([onChild, onRoot, accountWide, bindingRow(child, newUserId(), "owner")])
-      assert.deepStrictEqual(yield* repo.listForSubject(child.id, "user", user), [onChild])
-      assert.deepStrictEqual(yield* repo.listForSubject(root.id, "user", user), [onRoot, accountWide])
-      assert.deepStrictEqual(yield* repo.listForSubjectInOrgs([child.id, root.id], "user", user), [
+      assert.deepStrictEqual(yield* repo.listForSubject({ orgId: child.id, subjectType: "user", subjectId: user }), [
+        onChild
+      ])
+      assert.deepStrictEqual(yield* repo.listForSubject({ orgId: root.id, subjectType: "user", subjectId: user }), [
         onRoot,
-        onChild,
         accountWide
       ])
-      assert.deepStrictEqual(yield* repo.listForSubjectInOrgs([], "user", user), [])
-      assert.deepStrictEqual(yield* repo.listForSubject(child.id, "service_principal", user), [])
+      assert.deepStrictEqual(
+        yield* repo.listForSubjectInOrgs({ orgIds: [child.id, root.id], subjectType: "user", subjectId: user }),
+        [
+          onRoot,
+          onChild,
+          accountWide
+        ]
+      )
+      assert.deepStrictEqual(yield* repo.listForSubjectInOrgs({ orgIds: [], subjectType: "user", subjectId: user }), [])
+      assert.deepStrictEqual(
+        yield* repo.listForSubject({ orgId: child.id, subjectType: "service_principal", subjectId: user }),
+        []
+      )
     }))
 })

@@ -13,8 +13,8 @@ import {
 } from "@cp/domain"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import type { PageRequest } from "../platform/pagination.ts"
 import { currentWorkspace } from "../platform/requestScope.ts"
-import type { PageRequest } from "../workspaces/service.ts"
 import { ConfigService, type ConfigTarget } from "./service.ts"
 
 interface ScopeParams {

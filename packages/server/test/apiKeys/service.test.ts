@@ -81,7 +81,7 @@ const resolve = (token: string) => Effect.flatMap(ActorResolver, (resolver) => r
 
 const lastUsedAt = (orgId: OrgId, id: ApiKeyId) =>
   Effect.map(
-    Effect.flatMap(ApiKeysRepo, (repo) => repo.findById(orgId, id)),
+    Effect.flatMap(ApiKeysRepo, (repo) => repo.findById({ orgId, id })),
     (row) => Option.getOrThrow(row).lastUsedAt?.getTime() ?? null
   )
 

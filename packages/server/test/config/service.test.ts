@@ -7,7 +7,8 @@ import { type Actor, EnvironmentId, type OrgId } from "@cp/domain"
 import { EnvironmentsRepo, EventLogRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { BUILTIN_SETTING_DEFAULTS, ConfigService, type ConfigTarget, matchesType } from "../../src/config/service.ts"
+import { BUILTIN_SETTING_DEFAULTS } from "../../src/config/resolution.ts"
+import { ConfigService, type ConfigTarget } from "../../src/config/service.ts"
 import { newId } from "../../src/platform/ids.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
@@ -55,16 +56,6 @@ const setup = Effect.gen(function*() {
 })
 
 describe("ConfigService", () => {
-  it("matchesType", () => {
-    assert.isTrue(matchesType("a", "string"))
-    assert.isFalse(matchesType(1, "string"))
-    assert.isTrue(matchesType(1.5, "number"))
-    assert.isFalse(matchesType("1", "number"))
-    assert.isTrue(matchesType(false, "boolean"))
-    assert.isFalse(matchesType(null, "boolean"))
-    assert.isTrue(matchesType(null, "json"))
-  })
-
   it.effect("rejects unknown projects and environments, bad values and misplaced overridable", () =>
     Effect.gen(function*() {
       const config = yield* ConfigService

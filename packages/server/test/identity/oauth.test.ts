@@ -159,7 +159,7 @@ const assertRefused = (error: NotFound | PreconditionFailed, reason: OAuthRefusa
 
 const linkedUser = (provider: string, subject: string) =>
   Effect.map(
-    Effect.flatMap(OAuthRepo, (repo) => repo.findIdentity(provider, subject)),
+    Effect.flatMap(OAuthRepo, (repo) => repo.findIdentity({ provider, subject })),
     Option.map((identity) => identity.userId)
   )
 

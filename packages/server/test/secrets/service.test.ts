@@ -93,7 +93,7 @@ describe("SecretsService", () => {
       assert.match(created.id, /^sec_[0-9A-HJKMNP-TV-Z]{26}$/)
       assert.notInclude(JSON.stringify(created), PLAINTEXT)
 
-      const stored = Option.getOrThrow(yield* (yield* SecretsRepo).find(workspace.organization.id, created.id))
+      const stored = Option.getOrThrow(yield* (yield* SecretsRepo).find({ orgId: workspace.organization.id, secretId: created.id }))
       assert.strictEqual(stored.kekId, kek.id)
       assert.notInclude(stored.sealedValue, PLAINTEXT)
       assert.strictEqual(open(kek, stored.sealedValue), PLAINTEXT)
@@ -108,7 +108,7 @@ describe("SecretsService", () => {
         lastRotatedAt: new Date(5000),
         updatedAt: new Date(5000)
       })
-      const reStored = Option.getOrThrow(yield* (yield* SecretsRepo).find(workspace.organization.id, created.id))
+      const reStored = Option.getOrThrow(yield* (yield* SecretsRepo).find({ orgId: workspace.organization.id, secretId: created.id }))
       assert.strictEqual(open(kek, reStored.sealedValue), `${PLAINTEXT}-2`)
 
       yield* TestClock.adjust(5000)
