@@ -3,15 +3,16 @@
  * types, the `overridable` rule, the resolution walk with the account guardrail and the built-in defaults, masking
  * by the caller's write permission, and events that carry no values. The layer graph is the server's own minus HTTP.
  */
-import { type Actor, EnvironmentId, type OrgId } from "@cp/domain"
+import { type Actor, NotFound, type OrgId, ValidationFailed } from "@cp/domain"
 import { EnvironmentsRepo, EventLogRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { BUILTIN_SETTING_DEFAULTS } from "../../src/config/resolution.ts"
 import { ConfigService, type ConfigTarget } from "../../src/config/service.ts"
-import { newId } from "../../src/platform/ids.ts"
+import { mint } from "../../src/platform/ids.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { fieldsOf } from "../support/errors.ts"
 import { areaServicesLayer, seedMembership, seedProject, userActor } from "../support/services.ts"
 
 const TestLayer = ConfigService.layer.pipe(Layer.provideMerge(areaServicesLayer))
@@ -22,9 +23,9 @@ const resolveWorkspace = (ref: string, actor: Actor) =>
 /** A project and an environment of `orgId`, written straight into the repositories. */
 const projectIn = (orgId: OrgId) =>
   Effect.gen(function*() {
-    const now = new Date()
+    const now = new Date(0)
     const projectId = yield* seedProject(orgId)
-    const environmentId = EnvironmentId.make(newId("env_", now.getTime()))
+    const environmentId = mint.environment(now.getTime())
     yield* (yield* EnvironmentsRepo).insert({
       id: environmentId,
       orgId,
@@ -56,25 +57,42 @@ const setup = Effect.gen(function*() {
 })
 
 describe("ConfigService", () => {
-  it.effect("rejects unknown projects and environments, bad values and misplaced overridable", () =>
+  it.effect("a project or environment of another workspace is NotFound", () =>
     Effect.gen(function*() {
       const config = yield* ConfigService
-      const { owner, childT, rootT } = yield* setup
+      const { childT, rootT } = yield* setup
       const ghost = { ...childT.ws, projectId: rootT.prj.projectId }
       const e1 = yield* Effect.flip(config.listSettings(ghost, {}))
+      assert.instanceOf(e1, NotFound)
       assert.strictEqual(e1.error.message, "Project not found")
       const e2 = yield* Effect.flip(
         config.listFeatureFlags({ ...childT.prj, environmentId: rootT.env.environmentId }, {})
       )
+      assert.instanceOf(e2, NotFound)
       assert.strictEqual(e2.error.message, "Environment not found")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a value not of its declared type is a ValidationFailed on value", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT } = yield* setup
       const e3 = yield* Effect.flip(
         config.createSetting(owner, childT.ws, { key: "n", value: "x", valueType: "number" })
       )
+      assert.instanceOf(e3, ValidationFailed)
       assert.deepStrictEqual(e3.error.details, { fields: { value: ["must be a number value"] } })
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("overridable anywhere but an account root's workspace scope is a ValidationFailed on overridable", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT, rootT } = yield* setup
       const e4 = yield* Effect.flip(config.createSetting(owner, childT.ws, { key: "n", value: 1, overridable: false }))
-      assert.hasAllKeys((e4.error.details as any).fields, ["overridable"])
+      assert.instanceOf(e4, ValidationFailed)
+      assert.hasAllKeys(fieldsOf(e4), ["overridable"])
       const e5 = yield* Effect.flip(config.createSetting(owner, rootT.env, { key: "n", value: 1, overridable: true }))
-      assert.hasAllKeys((e5.error.details as any).fields, ["overridable"])
+      assert.instanceOf(e5, ValidationFailed)
+      assert.hasAllKeys(fieldsOf(e5), ["overridable"])
       const ok = yield* config.createSetting(owner, rootT.ws, { key: "n", value: 1, overridable: false })
       assert.strictEqual(ok.setting.value, 1)
     }).pipe(Effect.provide(TestLayer)))
@@ -93,6 +111,7 @@ describe("ConfigService", () => {
         BUILTIN_SETTING_DEFAULTS["audit.retentionDays"]!.value
       ])
       const none = yield* Effect.flip(config.resolveSetting(childT.env, "walk"))
+      assert.instanceOf(none, NotFound)
       assert.strictEqual(none.error.details["key"], "walk")
       const account = yield* config.createSetting(owner, rootT.ws, { key: "walk", value: "account" })
       assert.deepStrictEqual(yield* from(childT.env), ["account", "account"])
