@@ -26,7 +26,10 @@ import { pooledRandom } from "./crypto.ts"
 
 const nextUlid = monotonicFactory(pooledRandom)
 
-/** `prefix` + ULID; `now` comes from the caller's Clock so ids sort with the times tests set. */
+/**
+ * `prefix` + ULID; `now` comes from the caller's Clock so ids sort with the times tests set. For an id of a kind `mint`
+ * does not name yet; a new kind belongs in `mint`.
+ */
 export const newId = <P extends string>(prefix: P, now: number): `${P}${string}` => `${prefix}${nextUlid(now)}`
 
 const v7State = { msecs: Number.NEGATIVE_INFINITY, seq: 0 }
