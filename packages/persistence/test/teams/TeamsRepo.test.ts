@@ -200,24 +200,51 @@ describeContract("TeamsRepo teams", repositories, (it) => {
     }))
 })
 
+/** A team with two users and a service principal (`sp`), joined at 1, 3 and 2 minutes. */
+const teamWithMembers = Effect.gen(function*() {
+  const repo = yield* TeamsRepo
+  const team = teamRow(yield* workspace(), 0)
+  yield* repo.insert(team)
+  const sp = newId(ServicePrincipalId, IdPrefix.servicePrincipal)
+  const members = [
+    memberOf(team, newUserId(), 1),
+    memberOf(team, newUserId(), 3),
+    memberOf(team, sp, 2, "service_principal")
+  ] as const
+  yield* Effect.forEach(members, repo.insertMember, { discard: true })
+  return { team, members, sp }
+})
+
+/** A team holding builder (workspace and account) and project_admin on two projects. */
+const teamWithGrants = Effect.gen(function*() {
+  const repo = yield* TeamsRepo
+  const team = teamRow(yield* workspace(), 0)
+  yield* repo.insert(team)
+  const [projectA, projectB] = [newId(ProjectId, IdPrefix.project), newId(ProjectId, IdPrefix.project)]
+  const grants = [
+    grantOf(team, "builder", 1),
+    grantOf(team, "builder", 2, { scopeKind: "account" }),
+    grantOf(team, "project_admin", 3, { scopeKind: "project", scopeRef: projectA }),
+    grantOf(team, "project_admin", 3, { scopeKind: "project", scopeRef: projectB })
+  ] as const
+  yield* Effect.forEach(grants, repo.insertGrant, { discard: true })
+  return { team, grants, projectA, projectB }
+})
+
 describeContract("TeamsRepo members and grants", repositories, (it) => {
-  it.effect("a subject joins a team once; members list newest first by keyset; removal returns the row", () =>
+  it.effect("a subject joins a team once: a second time is a UniqueViolation", () =>
     Effect.gen(function*() {
       const repo = yield* TeamsRepo
-      const org = yield* workspace()
-      const team = teamRow(org, 0)
-      yield* repo.insert(team)
-      const sp = newId(ServicePrincipalId, "sp_")
-      const members = [
-        memberOf(team, newUserId(), 1),
-        memberOf(team, newUserId(), 3),
-        memberOf(team, sp, 2, "service_principal")
-      ]
-      yield* Effect.forEach(members, repo.insertMember, { discard: true })
-      const error = yield* Effect.flip(repo.insertMember(memberOf(team, members[0]!.subjectId, 4)))
+      const { team, members } = yield* teamWithMembers
+      const error = yield* Effect.flip(repo.insertMember(memberOf(team, members[0].subjectId, 4)))
       assert.instanceOf(error, UniqueViolation)
       assert.strictEqual(error.constraint, "team_members_pkey")
+    }))
 
+  it.effect("members list newest first (createdAt, subjectId) by keyset", () =>
+    Effect.gen(function*() {
+      const repo = yield* TeamsRepo
+      const { team, members } = yield* teamWithMembers
       const expected = [...members].sort(byNewest((member) => member.subjectId))
       assert.deepStrictEqual(yield* repo.listMembers({ teamId: team.id, limit: 10 }), expected)
       const first = expected[0]!
@@ -225,39 +252,23 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
         yield* repo.listMembers({ teamId: team.id, limit: 10, after: { at: first.createdAt, key: first.subjectId } }),
         expected.slice(1)
       )
-      assert.deepStrictEqual(
-        yield* repo.deleteMember({ teamId: team.id, subjectType: "service_principal", subjectId: sp }),
-        Option.some(members[2]!)
-      )
-      assert.isTrue(
-        Option.isNone(yield* repo.deleteMember({ teamId: team.id, subjectType: "service_principal", subjectId: sp }))
-      )
-      assert.isTrue(
-        Option.isNone(
-          yield* repo.deleteMember({
-            teamId: team.id,
-            subjectType: "service_principal",
-            subjectId: members[0]!.subjectId
-          })
-        )
-      )
+    }))
+
+  it.effect("deleteMember removes exactly that subject of that type once, returning the row", () =>
+    Effect.gen(function*() {
+      const repo = yield* TeamsRepo
+      const { team, members, sp } = yield* teamWithMembers
+      const principal = { teamId: team.id, subjectType: "service_principal" as const }
+      assert.deepStrictEqual(yield* repo.deleteMember({ ...principal, subjectId: sp }), Option.some(members[2]))
+      assert.isTrue(Option.isNone(yield* repo.deleteMember({ ...principal, subjectId: sp })))
+      assert.isTrue(Option.isNone(yield* repo.deleteMember({ ...principal, subjectId: members[0].subjectId })))
       assert.lengthOf(yield* repo.listMembers({ teamId: team.id, limit: 10 }), 2)
     }))
 
-  it.effect("a grant is named by its tuple: duplicates are a UniqueViolation, revoke deletes exactly that grant", () =>
+  it.effect("a grant is named by its tuple: the same tuple twice is a UniqueViolation", () =>
     Effect.gen(function*() {
       const repo = yield* TeamsRepo
-      const org = yield* workspace()
-      const team = teamRow(org, 0)
-      yield* repo.insert(team)
-      const [projectA, projectB] = [newId(ProjectId, IdPrefix.project), newId(ProjectId, IdPrefix.project)]
-      const grants = [
-        grantOf(team, "builder", 1),
-        grantOf(team, "builder", 2, { scopeKind: "account" }),
-        grantOf(team, "project_admin", 3, { scopeKind: "project", scopeRef: projectA }),
-        grantOf(team, "project_admin", 3, { scopeKind: "project", scopeRef: projectB })
-      ]
-      yield* Effect.forEach(grants, repo.insertGrant, { discard: true })
+      const { team, projectA } = yield* teamWithGrants
       for (
         const duplicate of [
           grantOf(team, "builder", 4),
@@ -268,27 +279,40 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
         assert.instanceOf(error, UniqueViolation)
         assert.strictEqual(error.constraint, "team_role_grants_grant_key")
       }
+    }))
+
+  it.effect("grantsOf lists a team's grants in grant order", () =>
+    Effect.gen(function*() {
+      const repo = yield* TeamsRepo
+      const { team, grants } = yield* teamWithGrants
       const oldestFirst = [...grants].sort(byNewest((grant: TeamGrantRow) => grant.id)).reverse()
       assert.deepStrictEqual(yield* repo.grantsOf(team.id), oldestFirst)
+    }))
 
+  it.effect("deleteGrant revokes exactly the grant its tuple names, once", () =>
+    Effect.gen(function*() {
+      const repo = yield* TeamsRepo
+      const { team, grants, projectA, projectB } = yield* teamWithGrants
       const tuple = {
         teamId: team.id,
         role: "project_admin" as const,
         scopeKind: "project" as const,
         scopeRef: projectA
       }
-      assert.deepStrictEqual(yield* repo.deleteGrant(tuple), Option.some(grants[2]!))
+      assert.deepStrictEqual(yield* repo.deleteGrant(tuple), Option.some(grants[2]))
       assert.isTrue(Option.isNone(yield* repo.deleteGrant(tuple)))
-      assert.isTrue(
-        Option.isNone(
-          yield* repo.deleteGrant({ teamId: team.id, role: "builder", scopeKind: "project", scopeRef: projectB })
-        )
-      )
+      const otherScope = {
+        teamId: team.id,
+        role: "builder" as const,
+        scopeKind: "project" as const,
+        scopeRef: projectB
+      }
+      assert.isTrue(Option.isNone(yield* repo.deleteGrant(otherScope)))
       assert.deepStrictEqual(
         yield* repo.deleteGrant({ teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null }),
-        Option.some(grants[0]!)
+        Option.some(grants[0])
       )
-      assert.deepStrictEqual(yield* repo.grantsOf(team.id), [grants[1]!, grants[3]!])
+      assert.deepStrictEqual(yield* repo.grantsOf(team.id), [grants[1], grants[3]])
     }))
 
   it.effect("listGrants pages a workspace's grants newest first, for all its teams or one", () =>
@@ -320,63 +344,87 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
     }))
 })
 
+/**
+ * A user who belongs to an account root, its child and an unrelated workspace, with a direct binding on the child and
+ * teams in all three (plus a team of the child it is not in); what it holds on the child and on the root.
+ */
+const teamsAcrossAccount = Effect.gen(function*() {
+  const repo = yield* TeamsRepo
+  const root = rootRow()
+  const child = childRow(root)
+  const unrelated = rootRow()
+  yield* insertOrgs([root, child, unrelated])
+  const user = newUserId()
+  for (const org of [root, child, unrelated]) yield* joinWorkspace(org, user)
+  const direct = bindingRow(child, user, "viewer", 2)
+  yield* (yield* RoleBindingsRepo).insert(direct)
+  const [childTeam, rootTeam, elsewhere, notMine] = [
+    teamRow(child, 0),
+    teamRow(root, 0),
+    teamRow(unrelated, 0),
+    teamRow(child, 0)
+  ]
+  yield* Effect.forEach([childTeam, rootTeam, elsewhere, notMine], repo.insert, { discard: true })
+  for (const team of [childTeam, rootTeam, elsewhere]) yield* repo.insertMember(memberOf(team, user, 0))
+  yield* repo.insertMember(memberOf(notMine, newUserId(), 0))
+  const childGrant = grantOf(childTeam, "builder", 3)
+  const projectGrant = grantOf(childTeam, "project_admin", 1, {
+    scopeKind: "project",
+    scopeRef: newId(ProjectId, IdPrefix.project)
+  })
+  const rootGrant = grantOf(rootTeam, "billing_admin", 4, { scopeKind: "account" })
+  yield* Effect.forEach(
+    [childGrant, projectGrant, rootGrant, grantOf(elsewhere, "owner", 0), grantOf(notMine, "owner", 0)],
+    repo.insertGrant,
+    { discard: true }
+  )
+  const held = (grant: TeamGrantRow, team: TeamRow) => ({
+    id: grant.id,
+    orgId: team.orgId,
+    subjectType: "user" as const,
+    subjectId: user,
+    role: grant.role,
+    scopeKind: grant.scopeKind,
+    scopeRef: grant.scopeRef,
+    createdAt: grant.createdAt,
+    teamId: team.id
+  })
+  return {
+    root,
+    child,
+    user,
+    onChild: [held(projectGrant, childTeam), direct, held(childGrant, childTeam), held(rootGrant, rootTeam)],
+    onRoot: [held(rootGrant, rootTeam)]
+  }
+})
+
 describeContract("OrganizationsRepo.resolveForSubject with teams", repositories, (it) => {
-  it.effect("returns the subject's team grants on the workspace and its root beside its own bindings, in order", () =>
+  it.effect("on a child: its own binding and its teams' grants there and on the root, in grant order, by any ref", () =>
     Effect.gen(function*() {
       const orgs = yield* OrganizationsRepo
-      const repo = yield* TeamsRepo
-      const root = rootRow()
-      const child = childRow(root)
-      const unrelated = rootRow()
-      yield* insertOrgs([root, child, unrelated])
-      const user = newUserId()
-      for (const org of [root, child, unrelated]) yield* joinWorkspace(org, user)
-      const direct = bindingRow(child, user, "viewer", 2)
-      yield* (yield* RoleBindingsRepo).insert(direct)
-
-      const [onChild, onRoot, elsewhere, notMine] = [
-        teamRow(child, 0),
-        teamRow(root, 0),
-        teamRow(unrelated, 0),
-        teamRow(child, 0)
-      ]
-      yield* Effect.forEach([onChild, onRoot, elsewhere, notMine], repo.insert, { discard: true })
-      for (const team of [onChild, onRoot, elsewhere]) yield* repo.insertMember(memberOf(team, user, 0))
-      yield* repo.insertMember(memberOf(notMine, newUserId(), 0))
-      const childGrant = grantOf(onChild, "builder", 3)
-      const projectGrant = grantOf(onChild, "project_admin", 1, {
-        scopeKind: "project",
-        scopeRef: newId(ProjectId, IdPrefix.project)
-      })
-      const rootGrant = grantOf(onRoot, "billing_admin", 4, { scopeKind: "account" })
-      yield* Effect.forEach(
-        [childGrant, projectGrant, rootGrant, grantOf(elsewhere, "owner", 0), grantOf(notMine, "owner", 0)],
-        repo.insertGrant,
-        { discard: true }
-      )
-      const held = (grant: TeamGrantRow, team: TeamRow) => ({
-        id: grant.id,
-        orgId: team.orgId,
-        subjectType: "user" as const,
-        subjectId: user,
-        role: grant.role,
-        scopeKind: grant.scopeKind,
-        scopeRef: grant.scopeRef,
-        createdAt: grant.createdAt,
-        teamId: team.id
-      })
-      const expected = [held(projectGrant, onChild), direct, held(childGrant, onChild), held(rootGrant, onRoot)]
+      const { child, user, onChild } = yield* teamsAcrossAccount
       for (const ref of [child.id, child.publicId, child.slug]) {
         assert.deepStrictEqual(
           yield* orgs.resolveForSubject({ ref, subjectType: "user", subjectId: user }),
-          Option.some({ organization: child, bindings: expected })
+          Option.some({ organization: child, bindings: onChild })
         )
       }
+    }))
+
+  it.effect("on the root: only the grants of the root's teams", () =>
+    Effect.gen(function*() {
+      const orgs = yield* OrganizationsRepo
+      const { root, user, onRoot } = yield* teamsAcrossAccount
       assert.deepStrictEqual(
         yield* orgs.resolveForSubject({ ref: root.id, subjectType: "user", subjectId: user }),
-        Option.some({ organization: root, bindings: [held(rootGrant, onRoot)] })
+        Option.some({ organization: root, bindings: onRoot })
       )
-      // A team member of the same id but another subject type holds nothing.
+    }))
+
+  it.effect("a team member of the same id but another subject type holds nothing", () =>
+    Effect.gen(function*() {
+      const orgs = yield* OrganizationsRepo
+      const { child, user } = yield* teamsAcrossAccount
       assert.deepStrictEqual(
         yield* orgs.resolveForSubject({ ref: child.id, subjectType: "service_principal", subjectId: user }),
         Option.some({ organization: child, bindings: [] })
@@ -389,7 +437,7 @@ describeContract("OrganizationsRepo.resolveForSubject with teams", repositories,
       const repo = yield* TeamsRepo
       const org = yield* workspace()
       const [user, stranger] = [newUserId(), newUserId()]
-      const sp = newId(ServicePrincipalId, "sp_")
+      const sp = newId(ServicePrincipalId, IdPrefix.servicePrincipal)
       yield* joinWorkspace(org, user)
       // A service principal has no membership: its role binding on the workspace is what makes it belong.
       yield* (yield* RoleBindingsRepo).insert({ ...bindingRow(org, sp, "viewer", 0), subjectType: "service_principal" })

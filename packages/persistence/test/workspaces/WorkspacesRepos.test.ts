@@ -128,37 +128,27 @@ describeContract("OrganizationsRepo", repositories, (it) => {
   it.effect("resolveForSubject resolves all three spellings with the subject's bindings there and on its root", () =>
     Effect.gen(function*() {
       const repo = yield* OrganizationsRepo
-      const user = newUserId()
-      const root = rootRow(0)
-      const child = childRow(root, 1)
-      const unrelated = rootRow(2)
-      yield* insertOrgs([root, child, unrelated])
-      const onChild = bindingRow(child, user, "builder", { createdAt: at(3) })
-      const onRoot = bindingRow(root, user, "admin", { createdAt: at(1) })
-      const projectOnRoot = bindingRow(root, user, "project_viewer", {
-        scopeKind: "project",
-        scopeRef: newId(ProjectId, IdPrefix.project),
-        createdAt: at(2)
-      })
-      yield* insertBindings([
-        onChild,
-        onRoot,
-        projectOnRoot,
-        bindingRow(child, newUserId(), "owner"),
-        bindingRow(child, user, "viewer", { subjectType: "service_principal" }),
-        bindingRow(unrelated, user, "owner")
-      ])
+      const { child, user, onChild } = yield* accountWithBindings
       for (const ref of [child.id, child.publicId, child.slug]) {
         const resolved = yield* repo.resolveForSubject({ ref, subjectType: "user", subjectId: user })
-        assert.deepStrictEqual(
-          resolved,
-          Option.some({ organization: child, bindings: [onRoot, projectOnRoot, onChild] })
-        )
+        assert.deepStrictEqual(resolved, Option.some({ organization: child, bindings: onChild }))
       }
+    }))
+
+  it.effect("resolveForSubject on the root sees the root's bindings only", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const { root, user, onRoot } = yield* accountWithBindings
       assert.deepStrictEqual(
         yield* repo.resolveForSubject({ ref: root.slug, subjectType: "user", subjectId: user }),
-        Option.some({ organization: root, bindings: [onRoot, projectOnRoot] })
+        Option.some({ organization: root, bindings: onRoot })
       )
+    }))
+
+  it.effect("resolveForSubject finds the workspace for a subject with no role there; an unknown ref is None", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const { child, user } = yield* accountWithBindings
       assert.deepStrictEqual(
         yield* repo.resolveForSubject({ ref: child.publicId, subjectType: "user", subjectId: newUserId() }),
         Option.some({ organization: child, bindings: [] })
@@ -167,6 +157,34 @@ describeContract("OrganizationsRepo", repositories, (it) => {
         assert.isTrue(Option.isNone(yield* repo.resolveForSubject({ ref, subjectType: "user", subjectId: user })))
       }
     }))
+})
+
+/**
+ * A user's bindings on an account root (one project-scoped) and its child, beside bindings of others, of another
+ * subject type with the same id, and on an unrelated workspace; what it holds on the child and on the root.
+ */
+const accountWithBindings = Effect.gen(function*() {
+  const user = newUserId()
+  const root = rootRow(0)
+  const child = childRow(root, 1)
+  const unrelated = rootRow(2)
+  yield* insertOrgs([root, child, unrelated])
+  const onChild = bindingRow(child, user, "builder", { createdAt: at(3) })
+  const onRoot = bindingRow(root, user, "admin", { createdAt: at(1) })
+  const projectOnRoot = bindingRow(root, user, "project_viewer", {
+    scopeKind: "project",
+    scopeRef: newId(ProjectId, IdPrefix.project),
+    createdAt: at(2)
+  })
+  yield* insertBindings([
+    onChild,
+    onRoot,
+    projectOnRoot,
+    bindingRow(child, newUserId(), "owner"),
+    bindingRow(child, user, "viewer", { subjectType: "service_principal" }),
+    bindingRow(unrelated, user, "owner")
+  ])
+  return { root, child, user, onChild: [onRoot, projectOnRoot, onChild], onRoot: [onRoot, projectOnRoot] }
 })
 
 class Abort extends Data.TaggedError("Abort")<{}> {}

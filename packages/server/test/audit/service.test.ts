@@ -354,7 +354,12 @@ describe("AuditService", () => {
       const next = yield* list(newUser(), workspace, { cursor, category: "projects", limit: 5 })
       assert.deepStrictEqual(next.data.auditEntries.map((e) => e.eventType), ["project.created"])
       assert.isNull(next.cursor)
-      // A cursor from a list of another endpoint is refused too.
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a cursor from a list of another endpoint is refused too", () =>
+    Effect.gen(function*() {
+      const owner = newUser()
+      const workspace = yield* newWorkspace(owner)
       const cursors = yield* Cursors
       const foreign = cursors.encode({ endpoint: "organizations.children", scope: workspace.organization.id }, {
         at: new Date(0).toISOString(),

@@ -56,6 +56,13 @@ const setup = Effect.gen(function*() {
   return { owner, root, child, rootT: yield* targetsOf(root.id, owner), childT: yield* targetsOf(child.id, owner) }
 })
 
+/** Where a key resolves from at `target`, and the value it resolves to. */
+const resolvedFrom = (target: ConfigTarget, key = "walk") =>
+  Effect.map(
+    Effect.flatMap(ConfigService, (config) => config.resolveSetting(target, key)),
+    ({ setting }) => [setting.inheritedFrom.scopeKind, setting.value]
+  )
+
 describe("ConfigService", () => {
   it.effect("a project or environment of another workspace is NotFound", () =>
     Effect.gen(function*() {
@@ -97,40 +104,51 @@ describe("ConfigService", () => {
       assert.strictEqual(ok.setting.value, 1)
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("resolve: environment, project, workspace, account, default; the guardrail wins", () =>
+  it.effect("resolve: a built-in key answers its default; a key set nowhere is NotFound", () =>
     Effect.gen(function*() {
       const config = yield* ConfigService
-      const { owner, childT, rootT } = yield* setup
-      const from = (target: ConfigTarget, key = "walk") =>
-        Effect.map(
-          config.resolveSetting(target, key),
-          ({ setting }) => [setting.inheritedFrom.scopeKind, setting.value]
-        )
-      assert.deepStrictEqual(yield* from(childT.env, "audit.retentionDays"), [
+      const { childT } = yield* setup
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env, "audit.retentionDays"), [
         "default",
         BUILTIN_SETTING_DEFAULTS["audit.retentionDays"]!.value
       ])
       const none = yield* Effect.flip(config.resolveSetting(childT.env, "walk"))
       assert.instanceOf(none, NotFound)
       assert.strictEqual(none.error.details["key"], "walk")
-      const account = yield* config.createSetting(owner, rootT.ws, { key: "walk", value: "account" })
-      assert.deepStrictEqual(yield* from(childT.env), ["account", "account"])
-      assert.deepStrictEqual(yield* from(rootT.env), ["organization", "account"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("resolve walks environment, project, workspace, account: the deepest scope set answers", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT, rootT } = yield* setup
+      yield* config.createSetting(owner, rootT.ws, { key: "walk", value: "account" })
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env), ["account", "account"])
+      assert.deepStrictEqual(yield* resolvedFrom(rootT.env), ["organization", "account"])
       yield* config.createSetting(owner, childT.ws, { key: "walk", value: "ws" })
-      assert.deepStrictEqual(yield* from(childT.env), ["organization", "ws"])
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env), ["organization", "ws"])
       yield* config.createSetting(owner, childT.prj, { key: "walk", value: "prj" })
-      assert.deepStrictEqual(yield* from(childT.env), ["project", "prj"])
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env), ["project", "prj"])
       yield* config.createSetting(owner, childT.env, { key: "walk", value: "env" })
-      assert.deepStrictEqual(yield* from(childT.env), ["environment", "env"])
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env), ["environment", "env"])
       yield* config.createSetting(owner, rootT.env, { key: "walk", value: "root-env" })
-      assert.deepStrictEqual(yield* from(rootT.env), ["environment", "root-env"])
+      assert.deepStrictEqual(yield* resolvedFrom(rootT.env), ["environment", "root-env"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a locked guardrail on the account root wins at every scope of its children; the root answers itself", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT, rootT } = yield* setup
+      const account = yield* config.createSetting(owner, rootT.ws, { key: "walk", value: "account" })
+      for (const target of [childT.ws, childT.prj, childT.env, rootT.env]) {
+        yield* config.createSetting(owner, target, { key: "walk", value: "lower" })
+      }
       yield* config.updateSetting(owner, rootT.ws, account.setting.id, { overridable: false })
       for (const target of [childT.env, childT.prj, childT.ws]) {
         const { setting } = yield* config.resolveSetting(target, "walk")
         assert.deepInclude(setting, { value: "account", overridable: false, inheritedFrom: { scopeKind: "account" } })
       }
       for (const target of [rootT.env, rootT.prj, rootT.ws]) {
-        assert.deepStrictEqual(yield* from(target), ["organization", "account"])
+        assert.deepStrictEqual(yield* resolvedFrom(target), ["organization", "account"])
       }
     }).pipe(Effect.provide(TestLayer)))
 
