@@ -21,7 +21,7 @@ const workspace = Effect.fnUntraced(function*() {
   return org
 })
 
-const scopesOf = (orgId: OrgId): ReadonlyArray<ConfigScope> => {
+const scopesOf = (orgId: OrgId): readonly [ConfigScope, ConfigScope, ConfigScope] => {
   const projectId = newId(ProjectId, IdPrefix.project)
   return [
     { orgId, projectId: null, environmentId: null },
@@ -75,7 +75,7 @@ class Abort extends Data.TaggedError("Abort")<{}> {}
 const seededSettings = Effect.gen(function*() {
   const repo = yield* ConfigRepo
   const org = yield* workspace()
-  const [ws, prj, env] = scopesOf(org.id) as [ConfigScope, ConfigScope, ConfigScope]
+  const [ws, prj, env] = scopesOf(org.id)
   const rows = [
     settingRow(ws, "a", 1),
     settingRow(ws, "b", 3),
@@ -132,7 +132,7 @@ describeContract("ConfigRepo settings", repositories, (it) => {
     Effect.gen(function*() {
       const repo = yield* ConfigRepo
       const org = yield* workspace()
-      const [ws] = scopesOf(org.id) as [ConfigScope]
+      const [ws] = scopesOf(org.id)
       for (const value of [null, "s", 1.5, true, [1, { a: "b" }]]) {
         const row = settingRow(ws, `v${randomUUID()}`, 1, { valueJson: JSON.stringify(value) })
         yield* repo.insertSetting(row)
@@ -145,7 +145,7 @@ describeContract("ConfigRepo settings", repositories, (it) => {
     Effect.gen(function*() {
       const repo = yield* ConfigRepo
       const org = yield* workspace()
-      const [ws, prj] = scopesOf(org.id) as [ConfigScope, ConfigScope]
+      const [ws, prj] = scopesOf(org.id)
       const row = settingRow(ws, "upd", 1)
       yield* repo.insertSetting(row)
       const next: SettingRow = {
@@ -167,7 +167,7 @@ describeContract("ConfigRepo settings", repositories, (it) => {
       const repo = yield* ConfigRepo
       const tx = yield* Transactor
       const org = yield* workspace()
-      const [ws] = scopesOf(org.id) as [ConfigScope]
+      const [ws] = scopesOf(org.id)
       const row = settingRow(ws, "rolled", 1)
       yield* Effect.flip(tx.withTransaction(Effect.andThen(repo.insertSetting(row), Effect.fail(new Abort()))))
       assert.isTrue(Option.isNone(yield* repo.findSetting({ ...ws, id: row.id })))
@@ -178,7 +178,7 @@ describeContract("ConfigRepo settings", repositories, (it) => {
 const seededFlags = Effect.gen(function*() {
   const repo = yield* ConfigRepo
   const org = yield* workspace()
-  const [ws, prj, env] = scopesOf(org.id) as [ConfigScope, ConfigScope, ConfigScope]
+  const [ws, prj, env] = scopesOf(org.id)
   const flags = [flagRow(ws, "f", 1), flagRow(ws, "g", 2), flagRow(prj, "f", 3), flagRow(env, "f", 4)]
   yield* Effect.forEach(flags, repo.insertFlag, { discard: true })
   return { ws, prj, env, flags }

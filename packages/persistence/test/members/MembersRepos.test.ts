@@ -3,7 +3,6 @@
  * and invitations flows added to `MembersRepo` and `RoleBindingsRepo` (keyset pages, removal, owner lookup, the
  * per-workspace lock).
  */
-import type { WorkspaceRole } from "@cp/domain/access"
 import { IdPrefix, InvitationId, OrgId, ProjectId, UserId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
 import { Data, Deferred, Effect, Fiber, Layer, Option } from "effect"
@@ -127,7 +126,7 @@ const invitationsToOneAddress = Effect.gen(function*() {
   const inviter = yield* newUser()
   const email = freshEmail()
   const mine = [
-    invitationRow(acme, inviter, { email, createdAt: at(1), role: "admin" as WorkspaceRole }),
+    invitationRow(acme, inviter, { email, createdAt: at(1), role: "admin" }),
     invitationRow(globex, inviter, { email, createdAt: at(2) }),
     invitationRow(globex, inviter, { email, createdAt: at(3) })
   ]
