@@ -4,10 +4,11 @@
  */
 import { Context, Effect, flow, Layer, Option } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { idPosition, keysetQuery, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import {
   ConfigPage,
   type ConfigScope,
@@ -101,10 +102,7 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
         keysetQuery(sql, sql`select * from ${sql(table)}`, [scopeIs(scope)], { after, limit })
 
       return ConfigRepo.of({
-        insertSetting: flow(
-          SqlSchema.void({ Request: SettingRow, execute: (row) => sql`insert into settings ${sql.insert(row)}` }),
-          uniqueViolationOrDie
-        ),
+        insertSetting: insertRow(sql, "settings", SettingRow),
         findSetting: flow(
           SqlSchema.findOneOption({
             Request: SettingKey,
@@ -143,13 +141,7 @@ export class ConfigRepo extends Context.Service<ConfigRepo, {
           }),
           Effect.orDie
         ),
-        insertFlag: flow(
-          SqlSchema.void({
-            Request: FeatureFlagRow,
-            execute: (row) => sql`insert into feature_flags ${sql.insert(row)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insertFlag: insertRow(sql, "feature_flags", FeatureFlagRow),
         findFlag: flow(
           SqlSchema.findOneOption({
             Request: FeatureFlagKey,

@@ -2,8 +2,9 @@
 import { ChallengeId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { consumeUnexpired, insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 
 /** A row of `login_challenges`: only the code's hash is kept, and the row records how it was spent. */
 export const ChallengeRow = Schema.Struct({
@@ -72,13 +73,7 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return ChallengesRepo.of({
-        insert: flow(
-          SqlSchema.void({
-            Request: ChallengeRow,
-            execute: (challenge) => sql`insert into login_challenges ${sql.insert(challenge)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "login_challenges", ChallengeRow),
         findById: flow(
           SqlSchema.findOneOption({
             Request: ChallengeId,

@@ -2,8 +2,9 @@
 import { UserId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { compositeKey, consumeUnexpired, insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 
 /** The server side of one redirect flow in flight. */
 export const OAuthStateRow = Schema.Struct({
@@ -75,13 +76,7 @@ export class OAuthRepo extends Context.Service<OAuthRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return OAuthRepo.of({
-        insertState: flow(
-          SqlSchema.void({
-            Request: OAuthStateRow,
-            execute: (state) => sql`insert into oauth_states ${sql.insert(state)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insertState: insertRow(sql, "oauth_states", OAuthStateRow),
         consumeState: flow(
           SqlSchema.findOneOption({
             Request: StateConsumption,
@@ -103,13 +98,7 @@ export class OAuthRepo extends Context.Service<OAuthRepo, {
           }),
           Effect.orDie
         ),
-        linkIdentity: flow(
-          SqlSchema.void({
-            Request: OAuthIdentityRow,
-            execute: (identity) => sql`insert into oauth_identities ${sql.insert(identity)}`
-          }),
-          uniqueViolationOrDie
-        )
+        linkIdentity: insertRow(sql, "oauth_identities", OAuthIdentityRow)
       })
     })
   )

@@ -3,12 +3,13 @@ import { SecurityEvent } from "@cp/domain/identity"
 import { UserId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Schema, Struct } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { keysetQuery, pageFields, type PagePosition, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { JsonObject } from "../platform/JsonObject.ts"
 import { storedFields } from "../stored.ts"
+import { insertRow } from "../stored.ts"
 
 /** A row of `security_events`: the event `/v1/auth/security-events` shows, with whose it is. */
 export const SecurityEventRow = Schema.Struct({
@@ -78,13 +79,7 @@ export class SecurityEventsRepo extends Context.Service<SecurityEventsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return SecurityEventsRepo.of({
-        insert: flow(
-          SqlSchema.void({
-            Request: EventInsert,
-            execute: (event) => sql`insert into security_events ${sql.insert(event)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "security_events", EventInsert),
         attachToEmail: flow(
           SqlSchema.void({
             Request: EmailAttachment,

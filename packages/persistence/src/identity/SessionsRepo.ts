@@ -2,8 +2,9 @@
 import { SessionId, UserId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { OrganizationsRepo, type ResolvedWorkspace, ResolvedWorkspaceJson } from "../workspaces/OrganizationsRepo.ts"
 import { sessionOnWorkspaceSql } from "../workspaces/resolution.ts"
 
@@ -84,13 +85,7 @@ export class SessionsRepo extends Context.Service<SessionsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return SessionsRepo.of({
-        insert: flow(
-          SqlSchema.void({
-            Request: SessionRow,
-            execute: (session) => sql`insert into sessions ${sql.insert(session)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "sessions", SessionRow),
         findById: flow(
           SqlSchema.findOneOption({
             Request: SessionId,

@@ -3,9 +3,10 @@ import { User } from "@cp/domain/identity"
 import { UserId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
 import { storedFields } from "../stored.ts"
+import { insertRow } from "../stored.ts"
 
 /** A row of `users`: the API's profile (the email trimmed and lower-cased by the caller; unique) and sign-in state. */
 export const UserRow = Schema.Struct({
@@ -79,10 +80,7 @@ export class UsersRepo extends Context.Service<UsersRepo, {
           }),
           Effect.orDie
         ),
-        insert: flow(
-          SqlSchema.void({ Request: UserRow, execute: (user) => sql`insert into users ${sql.insert(user)}` }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "users", UserRow),
         update: flow(
           SqlSchema.findOne({
             Request: UserUpdate,

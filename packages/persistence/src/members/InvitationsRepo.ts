@@ -6,9 +6,10 @@
 import { InvitationId, WorkspaceRef } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { createdNewestFirst, idPosition, keysetQuery, windowOf } from "../keyset.ts"
 import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { WorkspaceTables } from "../workspaces/MemoryTables.ts"
 import {
   InvitationAcceptance,
@@ -141,13 +142,7 @@ export class InvitationsRepo extends Context.Service<InvitationsRepo, {
         }
       }
       return InvitationsRepo.of({
-        insert: flow(
-          SqlSchema.void({
-            Request: InvitationRow,
-            execute: (invitation) => sql`insert into invitations ${sql.insert(invitation)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "invitations", InvitationRow),
         findById: flow(
           SqlSchema.findOneOption({
             Request: InvitationId,

@@ -2,10 +2,11 @@
 import { OrgId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { createdNewestFirst, keysetQuery, newestFirst, type PagePosition, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { WorkspaceTables } from "../workspaces/MemoryTables.ts"
 import { OrganizationRow, Subject, SubjectInOrg } from "../workspaces/rows.ts"
 import { MemberKey, MemberRow, MembersPage } from "./rows.ts"
@@ -91,10 +92,7 @@ export class MembersRepo extends Context.Service<MembersRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return MembersRepo.of({
-        insert: flow(
-          SqlSchema.void({ Request: MemberRow, execute: (member) => sql`insert into members ${sql.insert(member)}` }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "members", MemberRow),
         find: flow(
           SqlSchema.findOneOption({
             Request: SubjectInOrg,

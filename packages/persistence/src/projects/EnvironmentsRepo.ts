@@ -4,10 +4,11 @@
  */
 import { Context, Effect, flow, Layer, Option } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { idPosition, isSlugOfFamily, keysetQuery, slugFamilyQuery, SlugRow, slugsOf, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { ProjectTables } from "./ProjectTables.ts"
 import {
   EnvironmentKey,
@@ -108,13 +109,7 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return EnvironmentsRepo.of({
-        insert: flow(
-          SqlSchema.void({
-            Request: EnvironmentRow,
-            execute: (row) => sql`insert into environments ${sql.insert(row)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "environments", EnvironmentRow),
         findById: flow(
           SqlSchema.findOneOption({
             Request: EnvironmentKey,

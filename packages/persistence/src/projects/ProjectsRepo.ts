@@ -5,10 +5,11 @@
 import { OrgId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { idPosition, isSlugOfFamily, keysetQuery, slugFamilyQuery, SlugRow, slugsOf, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { ProjectTables } from "./ProjectTables.ts"
 import { ProjectKey, ProjectRow, ProjectSlugFamily, ProjectsPage, ProjectTransition } from "./rows.ts"
 
@@ -83,10 +84,7 @@ export class ProjectsRepo extends Context.Service<ProjectsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return ProjectsRepo.of({
-        insert: flow(
-          SqlSchema.void({ Request: ProjectRow, execute: (row) => sql`insert into projects ${sql.insert(row)}` }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "projects", ProjectRow),
         findById: flow(
           SqlSchema.findOneOption({
             Request: ProjectKey,

@@ -5,10 +5,11 @@
 import type { SecretId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { idPosition, keysetQuery, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { SecretKey, SecretRevocation, SecretRotation, SecretRow, type SecretScopeFilter, SecretsPage } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of a second active secret with the same key in one scope. */
@@ -110,10 +111,7 @@ export class SecretsRepo extends Context.Service<SecretsRepo, {
         }
       }
       return SecretsRepo.of({
-        insert: flow(
-          SqlSchema.void({ Request: SecretRow, execute: (row) => sql`insert into secrets ${sql.insert(row)}` }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "secrets", SecretRow),
         find: flow(
           SqlSchema.findOneOption({
             Request: SecretKey,

@@ -19,6 +19,7 @@ import {
 } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import {
   TeamGrantRow,
   TeamGrantsPage,
@@ -179,10 +180,7 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return TeamsRepo.of({
-        insert: flow(
-          SqlSchema.void({ Request: TeamRow, execute: (team) => sql`insert into teams ${sql.insert(team)}` }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "teams", TeamRow),
         find: flow(
           SqlSchema.findOneOption({
             Request: TeamKey,
@@ -243,13 +241,7 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
           }),
           Effect.orDie
         ),
-        insertMember: flow(
-          SqlSchema.void({
-            Request: TeamMemberRow,
-            execute: (member) => sql`insert into team_members ${sql.insert(member)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insertMember: insertRow(sql, "team_members", TeamMemberRow),
         listMembers: flow(
           SqlSchema.findAll({
             Request: TeamMembersPage,
@@ -273,13 +265,7 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
           }),
           Effect.orDie
         ),
-        insertGrant: flow(
-          SqlSchema.void({
-            Request: TeamGrantRow,
-            execute: (grant) => sql`insert into team_role_grants ${sql.insert(grant)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insertGrant: insertRow(sql, "team_role_grants", TeamGrantRow),
         deleteGrant: flow(
           SqlSchema.findOneOption({
             Request: TeamGrantTuple,

@@ -2,9 +2,10 @@
 import { OrgId, TeamId, UserId, WorkspaceRef } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { createdNewestFirst, createdOldestFirst, isSlugOfFamily, slugFamilyQuery, SlugRow, slugsOf } from "../keyset.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { teamBindingsOfSubject, TeamTables } from "../teams/TeamTables.ts"
 import { bindingsOfSubject, WorkspaceTables } from "./MemoryTables.ts"
 import { subjectOnWorkspaceSql } from "./resolution.ts"
@@ -149,13 +150,7 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
         Effect.orDie
       )
       return OrganizationsRepo.of({
-        insert: flow(
-          SqlSchema.void({
-            Request: OrganizationRow,
-            execute: (organization) => sql`insert into organizations ${sql.insert(organization)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "organizations", OrganizationRow),
         findById: flow(
           SqlSchema.findOneOption({
             Request: OrgId,

@@ -1,10 +1,11 @@
 /** Role bindings: which role a user or service principal holds on a workspace, a project in it, or its account. */
 import { Context, Effect, flow, Layer } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { createdOldestFirst } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { bindingsOfSubject, WorkspaceTables } from "./MemoryTables.ts"
 import { RoleBindingRow, RoleInOrg, SubjectInOrg, SubjectInOrgs, SubjectsInOrg } from "./rows.ts"
 
@@ -99,13 +100,7 @@ export class RoleBindingsRepo extends Context.Service<RoleBindingsRepo, {
         Effect.orDie
       )
       return RoleBindingsRepo.of({
-        insert: flow(
-          SqlSchema.void({
-            Request: RoleBindingRow,
-            execute: (binding) => sql`insert into role_bindings ${sql.insert(binding)}`
-          }),
-          uniqueViolationOrDie
-        ),
+        insert: insertRow(sql, "role_bindings", RoleBindingRow),
         listForSubject: (subject) => listForSubjectInOrgs(onOneOrg(subject)),
         listForSubjectInOrgs,
         listForSubjectsInOrg: (subjects) =>
