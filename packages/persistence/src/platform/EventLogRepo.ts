@@ -1,7 +1,7 @@
 /** The event log and the audit trail derived from it, written in the same transaction as the mutation they record. */
 import { AuditEntryId, EnvironmentId, EventId, OrgId, ProjectId } from "@cp/domain/ids"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Order, Schema } from "effect"
+import { Context, Effect, flow, Layer, Order, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { keysetQuery, newestFirst, pageFields, type PagePosition } from "../keyset.ts"
@@ -123,56 +123,59 @@ export class EventLogRepo extends Context.Service<EventLogRepo, {
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
 
-      // One statement, so the pair is written together even outside a transaction.
-      const append = SqlSchema.void({
-        Request: Schema.Struct({ event: EventRecord, audit: AuditEntryRecord }),
-        execute: ({ audit, event }) =>
-          sql`
+      return EventLogRepo.of({
+        // One statement, so the pair is written together even outside a transaction.
+        append: flow(
+          SqlSchema.void({
+            Request: Schema.Struct({ event: EventRecord, audit: AuditEntryRecord }),
+            execute: ({ audit, event }) =>
+              sql`
             with event as (
               insert into events ${
-            sql.insert({
-              ...event,
-              data: sql.json(event.data),
-              traceContext: event.traceContext === null ? null : sql.json(event.traceContext)
-            })
-          }
+                sql.insert({
+                  ...event,
+                  data: sql.json(event.data),
+                  traceContext: event.traceContext === null ? null : sql.json(event.traceContext)
+                })
+              }
             )
             insert into audit_entries ${sql.insert({ ...audit, payload: sql.json(audit.payload) })}`
-      })
-
-      const listEvents = SqlSchema.findAll({
-        Request: OrgId,
-        Result: EventRecord,
-        execute: (orgId) => sql`select * from events where org_id = ${orgId} order by occurred_at desc, id desc`
-      })
-
-      const listAudit = SqlSchema.findAll({
-        Request: AuditQuery,
-        Result: AuditEntryRecord,
-        execute: ({ orgId, limit, after, ...q }) =>
-          keysetQuery(
-            sql,
-            sql`select * from audit_entries`,
-            [
-              sql`org_id = ${orgId}`,
-              ...(q.category === undefined ? [] : [sql`category = ${q.category}`]),
-              ...(q.actorId === undefined ? [] : [sql`actor_id = ${q.actorId}`]),
-              ...(q.actorType === undefined ? [] : [sql`actor_type = ${q.actorType}`]),
-              ...(q.subjectKind === undefined ? [] : [sql`subject_kind = ${q.subjectKind}`]),
-              ...(q.subjectId === undefined ? [] : [sql`subject_id = ${q.subjectId}`]),
-              ...(q.eventType === undefined ? [] : [sql`event_type = ${q.eventType}`]),
-              ...(q.from === undefined ? [] : [sql`occurred_at >= ${q.from}`]),
-              ...(q.to === undefined ? [] : [sql`occurred_at <= ${q.to}`])
-            ],
-            { limit, after },
-            { at: "occurred_at" }
-          )
-      })
-
-      return EventLogRepo.of({
-        append: (entry) => append(entry).pipe(uniqueViolationOrDie, Effect.withSpan("EventLogRepo.append")),
-        listEvents: ({ orgId }) => listEvents(orgId).pipe(Effect.orDie, Effect.withSpan("EventLogRepo.listEvents")),
-        listAudit: (query) => listAudit(query).pipe(Effect.orDie, Effect.withSpan("EventLogRepo.listAudit"))
+          }),
+          uniqueViolationOrDie
+        ),
+        listEvents: flow(
+          SqlSchema.findAll({
+            Request: Schema.Struct({ orgId: OrgId }),
+            Result: EventRecord,
+            execute: ({ orgId }) => sql`select * from events where org_id = ${orgId} order by occurred_at desc, id desc`
+          }),
+          Effect.orDie
+        ),
+        listAudit: flow(
+          SqlSchema.findAll({
+            Request: AuditQuery,
+            Result: AuditEntryRecord,
+            execute: ({ orgId, limit, after, ...q }) =>
+              keysetQuery(
+                sql,
+                sql`select * from audit_entries`,
+                [
+                  sql`org_id = ${orgId}`,
+                  ...(q.category === undefined ? [] : [sql`category = ${q.category}`]),
+                  ...(q.actorId === undefined ? [] : [sql`actor_id = ${q.actorId}`]),
+                  ...(q.actorType === undefined ? [] : [sql`actor_type = ${q.actorType}`]),
+                  ...(q.subjectKind === undefined ? [] : [sql`subject_kind = ${q.subjectKind}`]),
+                  ...(q.subjectId === undefined ? [] : [sql`subject_id = ${q.subjectId}`]),
+                  ...(q.eventType === undefined ? [] : [sql`event_type = ${q.eventType}`]),
+                  ...(q.from === undefined ? [] : [sql`occurred_at >= ${q.from}`]),
+                  ...(q.to === undefined ? [] : [sql`occurred_at <= ${q.to}`])
+                ],
+                { limit, after },
+                { at: "occurred_at" }
+              )
+          }),
+          Effect.orDie
+        )
       })
     })
   )
