@@ -1,7 +1,7 @@
 /** The persistence package: database layers, migrations, the transaction service and one repository per aggregate. */
 export * as Database from "./Database.ts"
 export { UniqueViolation, uniqueViolationOrDie } from "./errors.ts"
-export { createdNewestFirst, idPosition, type PagePosition, PageWindow, windowOf } from "./keyset.ts"
+export { idPosition, type PagePosition, type PageWindow, windowOf } from "./keyset.ts"
 export * as Memory from "./Memory.ts"
 export * as Migrations from "./Migrations.ts"
 export { Transactor } from "./Transactor.ts"

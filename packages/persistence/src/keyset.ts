@@ -21,8 +21,7 @@ export const pageFields = {
 }
 
 /** One page of a newest-first list: rows strictly after `after`, at most `limit` of them. */
-export const PageWindow = Schema.Struct(pageFields)
-export type PageWindow = typeof PageWindow.Type
+export type PageWindow = Schema.Struct.Type<typeof pageFields>
 
 /** `order by created_at, <key>`: oldest first, the key (an id) breaking ties byte-wise, like the "C" collation. */
 export const oldestFirst: Order.Order<PagePosition> = Order.Struct({ at: Order.Date, key: Order.String })
@@ -64,7 +63,7 @@ export const windowOf = <A>(
  * The SQL condition of a keyset page, `(<at>, <key>) < (after)`, as a list to spread into `sql.and`; the columns
  * default to `created_at` and `id` (qualify them for a join).
  */
-export const keyAfter = (
+const keyAfter = (
   sql: SqlClient.SqlClient,
   after: PagePosition | undefined,
   columns: { readonly at?: string; readonly key?: string } = {}
@@ -96,7 +95,7 @@ export const isSlugOfFamily = (base: string) => (slug: string): boolean =>
  * The SQL twin of `isSlugOfFamily`. Slugs are byte-ordered, so every `base-…` lies in [`base-`, `base.`): an index
  * range even in a generic plan.
  */
-export const slugOfFamily = (sql: SqlClient.SqlClient, base: string): Statement.Fragment =>
+const slugOfFamily = (sql: SqlClient.SqlClient, base: string): Statement.Fragment =>
   sql`(slug = ${base} or (slug > ${`${base}-`} and slug < ${`${base}.`} and substr(slug, ${
     base.length + 2
   }) ~ '^[0-9]+$'))`
