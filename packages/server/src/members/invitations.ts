@@ -43,6 +43,7 @@ import { ServerKeys } from "../platform/keys.ts"
 import { Mailer } from "../platform/mailer.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { holdsRole } from "../platform/rbac.ts"
+import { currentDate } from "../platform/serviceKit.ts"
 import type { ResolvedWorkspace } from "../platform/workspaceResolver.ts"
 import { ownerRequired } from "./service.ts"
 
@@ -353,7 +354,7 @@ export class InvitationsService extends Context.Service<InvitationsService, {
             if (actor.kind !== "user") return []
             const user = yield* authenticatedUser(users, actor.userId)
             if (!user.emailVerified) return []
-            const now = new Date(yield* Clock.currentTimeMillis)
+            const now = yield* currentDate
             return yield* invitations.listPendingForEmail({ email: normalizeEmail(user.email), now, ...window })
           })
           const { items, cursor } = yield* keysetPage(
