@@ -60,13 +60,20 @@ export const parseJson = (text: string): Schema.Json => JSON.parse(text) as Sche
 const shownValue = (row: SettingRow, reveal: boolean): { readonly value: Schema.Json; readonly masked?: true } =>
   row.visibility === "masked" && !reveal ? { value: null, masked: true } : { value: parseJson(row.valueJson) }
 
-export const toSetting = (row: SettingRow, reveal: boolean): Setting => ({
+/** What a setting and a feature flag show alike: their id, the scope they live at and their key. */
+const scopedKey = <Row extends SettingRow | FeatureFlagRow>(
+  row: Row
+): Pick<Row, "id" | "orgId" | "projectId" | "environmentId" | "scopeKind" | "key"> => ({
   id: row.id,
   orgId: row.orgId,
   projectId: row.projectId,
   environmentId: row.environmentId,
   scopeKind: row.scopeKind,
-  key: row.key,
+  key: row.key
+})
+
+export const toSetting = (row: SettingRow, reveal: boolean): Setting => ({
+  ...scopedKey(row),
   ...shownValue(row, reveal),
   description: row.description,
   createdAt: row.createdAt,
@@ -74,12 +81,7 @@ export const toSetting = (row: SettingRow, reveal: boolean): Setting => ({
 })
 
 export const toFeatureFlag = (row: FeatureFlagRow): FeatureFlag => ({
-  id: row.id,
-  orgId: row.orgId,
-  projectId: row.projectId,
-  environmentId: row.environmentId,
-  scopeKind: row.scopeKind,
-  key: row.key,
+  ...scopedKey(row),
   enabled: row.enabled,
   value: parseJson(row.valueJson),
   description: row.description,
