@@ -8,21 +8,10 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import type { Permission } from "./access.ts"
 import { Conflict, NotFound } from "./errors.ts"
-import { EnvironmentId, OrgId, ProjectId } from "./ids.ts"
+import { EnvironmentId, FeatureFlagId, OrgId, ProjectId, SettingId } from "./ids.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-
-export const SettingId = Schema.String.check(Schema.isPattern(new RegExp(`^stg_${ULID}$`))).pipe(
-  Schema.brand("SettingId")
-)
-export type SettingId = typeof SettingId.Type
-export const FeatureFlagId = Schema.String.check(Schema.isPattern(new RegExp(`^flg_${ULID}$`))).pipe(
-  Schema.brand("FeatureFlagId")
-)
-export type FeatureFlagId = typeof FeatureFlagId.Type
 
 /** Where a stored setting or flag lives. */
 export const ConfigScopeKind = Schema.Literals(["organization", "project", "environment"])

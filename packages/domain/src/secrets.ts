@@ -7,18 +7,10 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound } from "./errors.ts"
-import { EnvironmentId, OrgId, ProjectId } from "./ids.ts"
+import { EnvironmentId, OrgId, ProjectId, SecretId } from "./ids.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
-
-const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
-
-/** `sec_` + ULID. */
-export const SecretId = Schema.String.check(Schema.isPattern(new RegExp(`^sec_${ULID}$`))).pipe(
-  Schema.brand("SecretId")
-)
-export type SecretId = typeof SecretId.Type
 
 /** Where a secret is defined: the workspace itself, one project, or one environment of a project. */
 export const SecretScopeKind = Schema.Literals(["organization", "project", "environment"])

@@ -1,6 +1,7 @@
 /** The persistence package: database layers, migrations, the transaction service and one repository per aggregate. */
 export * as Database from "./Database.ts"
 export { UniqueViolation, uniqueViolationOrDie } from "./errors.ts"
+export { idPosition, type PagePosition, type PageWindow, windowOf } from "./keyset.ts"
 export * as Memory from "./Memory.ts"
 export * as Migrations from "./Migrations.ts"
 export { Transactor } from "./Transactor.ts"
@@ -19,7 +20,6 @@ export * from "./identity/SecurityEventsRepo.ts"
 export * from "./identity/SessionsRepo.ts"
 export * from "./identity/UsersRepo.ts"
 
-export * from "./workspaces/MembersRepo.ts"
 export * from "./workspaces/OrganizationsRepo.ts"
 export * from "./workspaces/RoleBindingsRepo.ts"
 export * from "./workspaces/rows.ts"
@@ -29,12 +29,15 @@ export * from "./apiKeys/ApiKeysRepo.ts"
 export * from "./teams/rows.ts"
 export * from "./teams/TeamsRepo.ts"
 
+export * from "./projects/EnvironmentsRepo.ts"
 export * from "./projects/ProjectsRepo.ts"
 export * from "./projects/rows.ts"
 
 export * from "./entitlements/EntitlementsRepo.ts"
 
 export * from "./members/InvitationsRepo.ts"
+export * from "./members/MembersRepo.ts"
+export * from "./members/rows.ts"
 
 export * from "./config/ConfigRepo.ts"
 export * from "./config/rows.ts"

@@ -6,7 +6,8 @@ import type { Role } from "@cp/domain/access"
 import { IdPrefix, MemberId, OrgId, UserId, WorkspaceRef } from "@cp/domain/ids"
 import { Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import type { MemberRow, OrganizationRow, RoleBindingRow } from "../src/workspaces/rows.ts"
+import type { MemberRow } from "../src/members/rows.ts"
+import type { OrganizationRow, RoleBindingRow } from "../src/workspaces/rows.ts"
 
 /** The suites' epoch, in milliseconds. */
 export const t0 = new Date("2030-01-01T00:00:00.000Z").getTime()

@@ -1,60 +1,51 @@
-/** The stored shapes of the configuration area: settings and feature flags, each at one scope. */
-import { ConfigScopeKind, FeatureFlagId, SettingId, SettingValueType, SettingVisibility } from "@cp/domain/config"
-import { EnvironmentId, OrgId, ProjectId } from "@cp/domain/ids"
-import { Schema } from "effect"
+/** The stored shapes of the configuration area (settings and feature flags, each at one scope) and its requests. */
+import { FeatureFlag, Setting, SettingValueType, SettingVisibility } from "@cp/domain/config"
+import { EnvironmentId, FeatureFlagId, OrgId, ProjectId, SettingId } from "@cp/domain/ids"
+import { Schema, Struct } from "effect"
+import { pageFields } from "../keyset.ts"
+import { storedFields } from "../stored.ts"
 
 /**
  * A row of `settings`; its key is unique within its scope (workspace, project or environment). The value is kept as
  * its JSON text, so every JSON value (null, a string, a number, …) round-trips verbatim on every backend.
  */
 export const SettingRow = Schema.Struct({
-  id: SettingId,
-  orgId: OrgId,
-  projectId: Schema.NullOr(ProjectId),
-  environmentId: Schema.NullOr(EnvironmentId),
-  scopeKind: ConfigScopeKind,
-  key: Schema.String,
+  ...storedFields(Struct.omit(Setting.fields, ["value", "masked"])),
   valueJson: Schema.String,
   valueType: SettingValueType,
   visibility: SettingVisibility,
   /** False marks an account-scope guardrail (only on an account root's workspace scope). */
-  overridable: Schema.Boolean,
-  description: Schema.NullOr(Schema.String),
-  createdAt: Schema.Date,
-  updatedAt: Schema.Date
+  overridable: Schema.Boolean
 })
 export type SettingRow = typeof SettingRow.Type
 
 /** A row of `feature_flags`; its key is unique within its scope. */
 export const FeatureFlagRow = Schema.Struct({
-  id: FeatureFlagId,
-  orgId: OrgId,
-  projectId: Schema.NullOr(ProjectId),
-  environmentId: Schema.NullOr(EnvironmentId),
-  scopeKind: ConfigScopeKind,
-  key: Schema.String,
-  enabled: Schema.Boolean,
-  valueJson: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  createdAt: Schema.Date,
-  updatedAt: Schema.Date
+  ...storedFields(Struct.omit(FeatureFlag.fields, ["value"])),
+  valueJson: Schema.String
 })
 export type FeatureFlagRow = typeof FeatureFlagRow.Type
 
 /** One configuration scope: a workspace, one of its projects, or one environment of that project. */
-export interface ConfigScope {
-  readonly orgId: OrgId
-  readonly projectId: ProjectId | null
-  readonly environmentId: EnvironmentId | null
-}
+export const ConfigScope = Schema.Struct({
+  orgId: OrgId,
+  projectId: Schema.NullOr(ProjectId),
+  environmentId: Schema.NullOr(EnvironmentId)
+})
+export type ConfigScope = typeof ConfigScope.Type
 
-/** A keyset position in a newest-first list. */
-export interface ConfigPagePosition {
-  readonly at: Date
-  readonly key: string
-}
+/** A page of the rows of exactly one scope. */
+export const ConfigPage = Schema.Struct({ ...ConfigScope.fields, ...pageFields })
+export type ConfigPage = typeof ConfigPage.Type
 
-export interface ConfigPageWindow {
-  readonly after?: ConfigPagePosition | undefined
-  readonly limit: number
-}
+/** One setting at exactly one scope (the same id at another scope is not found). */
+export const SettingKey = Schema.Struct({ ...ConfigScope.fields, id: SettingId })
+export type SettingKey = typeof SettingKey.Type
+
+/** One feature flag at exactly one scope. */
+export const FeatureFlagKey = Schema.Struct({ ...ConfigScope.fields, id: FeatureFlagId })
+export type FeatureFlagKey = typeof FeatureFlagKey.Type
+
+/** A setting key across every scope of a workspace. */
+export const SettingKeyInOrg = Schema.Struct({ orgId: OrgId, key: Schema.String })
+export type SettingKeyInOrg = typeof SettingKeyInOrg.Type

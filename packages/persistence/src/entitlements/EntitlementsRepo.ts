@@ -3,7 +3,7 @@
  * migration 0008 so a plan change is a row change.
  */
 import { OrgId } from "@cp/domain/ids"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, flow, Layer, Schema, Struct } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 
 export const EntitlementRow = Schema.Struct({
@@ -30,15 +30,18 @@ export const freePlanSeed: ReadonlyArray<
   { entitlementKey: "feature.integrations.scmhost", valueType: "boolean", enabled: true, limitValue: null }
 ]
 
+/** One entitlement of a plan as billing (or a test) sets it, at `at`. */
+export const PlanEntitlement = Schema.Struct({
+  ...Struct.omit(EntitlementRow.fields, ["createdAt", "updatedAt"]),
+  at: Schema.Date
+})
+export type PlanEntitlement = typeof PlanEntitlement.Type
+
 export class EntitlementsRepo extends Context.Service<EntitlementsRepo, {
   /** Every entitlement of the workspace's plan. */
   readonly forWorkspace: (orgId: OrgId) => Effect.Effect<ReadonlyArray<EntitlementRow>>
-  /** Sets one entitlement of a plan (billing, tests); creates it when absent. */
-  readonly setPlanEntitlement: (
-    planId: string,
-    entry: Pick<EntitlementRow, "entitlementKey" | "valueType" | "enabled" | "limitValue">,
-    at: Date
-  ) => Effect.Effect<void>
+  /** Sets one entitlement of a plan; creates it when absent. */
+  readonly setPlanEntitlement: (entry: PlanEntitlement) => Effect.Effect<void>
 }>()("@cp/persistence/entitlements/EntitlementsRepo") {
   static readonly memory = Layer.sync(EntitlementsRepo, () => {
     const epoch = new Date(0)
@@ -51,15 +54,14 @@ export class EntitlementsRepo extends Context.Service<EntitlementsRepo, {
       )
     ]])
     return EntitlementsRepo.of({
-      forWorkspace: Effect.fn("EntitlementsRepo.forWorkspace")(function*(_orgId: OrgId) {
-        return Array.from(plans.get(DEFAULT_PLAN_ID)?.values() ?? [])
-      }),
-      setPlanEntitlement: Effect.fn("EntitlementsRepo.setPlanEntitlement")(function*(planId, entry, at) {
-        const plan = plans.get(planId) ?? new Map<string, EntitlementRow>()
-        plans.set(planId, plan)
-        const current = plan.get(entry.entitlementKey)
-        plan.set(entry.entitlementKey, { ...entry, planId, createdAt: current?.createdAt ?? at, updatedAt: at })
-      })
+      forWorkspace: (_orgId) => Effect.sync(() => Array.from(plans.get(DEFAULT_PLAN_ID)?.values() ?? [])),
+      setPlanEntitlement: ({ at, ...entry }) =>
+        Effect.sync(() => {
+          const plan = plans.get(entry.planId) ?? new Map<string, EntitlementRow>()
+          plans.set(entry.planId, plan)
+          const current = plan.get(entry.entitlementKey)
+          plan.set(entry.entitlementKey, { ...entry, createdAt: current?.createdAt ?? at, updatedAt: at })
+        })
     })
   })
 
@@ -67,24 +69,31 @@ export class EntitlementsRepo extends Context.Service<EntitlementsRepo, {
     EntitlementsRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const forWorkspace = SqlSchema.findAll({
-        Request: OrgId,
-        Result: EntitlementRow,
-        execute: (orgId) =>
-          sql`
-            select * from plan_entitlements
-            where plan_id = coalesce((select plan_id from workspace_plans where org_id = ${orgId}), ${DEFAULT_PLAN_ID})
-            order by entitlement_key`
-      })
       return EntitlementsRepo.of({
-        forWorkspace: Effect.fn("EntitlementsRepo.forWorkspace")((orgId: OrgId) => Effect.orDie(forWorkspace(orgId))),
-        setPlanEntitlement: Effect.fn("EntitlementsRepo.setPlanEntitlement")((planId, entry, at) =>
-          Effect.orDie(sql`
-            insert into plan_entitlements (plan_id, entitlement_key, value_type, enabled, limit_value, created_at, updated_at)
-            values (${planId}, ${entry.entitlementKey}, ${entry.valueType}, ${entry.enabled}, ${entry.limitValue}, ${at}, ${at})
-            on conflict (plan_id, entitlement_key) do update
-              set value_type = excluded.value_type, enabled = excluded.enabled,
-                  limit_value = excluded.limit_value, updated_at = excluded.updated_at`.pipe(Effect.asVoid))
+        forWorkspace: flow(
+          SqlSchema.findAll({
+            Request: OrgId,
+            Result: EntitlementRow,
+            execute: (orgId) =>
+              sql`
+                select * from plan_entitlements
+                where plan_id = coalesce(
+                  (select plan_id from workspace_plans where org_id = ${orgId}), ${DEFAULT_PLAN_ID})
+                order by entitlement_key`
+          }),
+          Effect.orDie
+        ),
+        setPlanEntitlement: flow(
+          SqlSchema.void({
+            Request: PlanEntitlement,
+            execute: ({ at, ...entry }) =>
+              sql`
+                insert into plan_entitlements ${sql.insert({ ...entry, createdAt: at, updatedAt: at })}
+                on conflict (plan_id, entitlement_key) do update
+                  set value_type = excluded.value_type, enabled = excluded.enabled,
+                      limit_value = excluded.limit_value, updated_at = excluded.updated_at`
+          }),
+          Effect.orDie
         )
       })
     })

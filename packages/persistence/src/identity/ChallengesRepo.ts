@@ -1,9 +1,10 @@
 /** Email sign-in challenges: a hashed code, an expiry, a wrong-code counter and single-use consumption. */
 import { ChallengeId } from "@cp/domain/ids"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { consumeUnexpired, insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 
 /** A row of `login_challenges`: only the code's hash is kept, and the row records how it was spent. */
 export const ChallengeRow = Schema.Struct({
@@ -18,12 +19,18 @@ export const ChallengeRow = Schema.Struct({
 })
 export type ChallengeRow = typeof ChallengeRow.Type
 
+/** One wrong code against a challenge that tolerates at most `maxFailures`. */
+export const ChallengeFailure = Schema.Struct({ id: ChallengeId, maxFailures: Schema.Int })
+export type ChallengeFailure = typeof ChallengeFailure.Type
+
+/** Spending a challenge at `now`, unless it has `maxFailures` wrong codes. */
+export const ChallengeConsumption = Schema.Struct({ ...ChallengeFailure.fields, now: Schema.Date })
+export type ChallengeConsumption = typeof ChallengeConsumption.Type
+
 const uniques: ReadonlyArray<UniqueKey<ChallengeRow>> = [primaryKey("login_challenges_pkey")]
 
-const Consume = Schema.Struct({ id: ChallengeId, now: Schema.Date, maxFailures: Schema.Int })
-const RecordFailure = Schema.Struct({ id: ChallengeId, maxFailures: Schema.Int })
-const ConsumedId = Schema.Struct({ id: ChallengeId })
-const FailedAttempts = Schema.Struct({ failedAttempts: Schema.Int })
+const ConsumedRow = Schema.Struct({ id: ChallengeId })
+const FailuresRow = Schema.Struct({ failedAttempts: Schema.Int })
 
 /** Login challenges; counting failures and consuming are single atomic statements, so races cannot double-spend. */
 export class ChallengesRepo extends Context.Service<ChallengesRepo, {
@@ -33,38 +40,30 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
    * Counts one wrong code and returns the new count, unless the challenge is consumed or already has
    * `maxFailures` wrong codes (None): concurrent guesses can never count more than `maxFailures`.
    */
-  readonly recordFailure: (id: ChallengeId, maxFailures: number) => Effect.Effect<Option.Option<number>>
+  readonly recordFailure: (failure: ChallengeFailure) => Effect.Effect<Option.Option<number>>
   /**
    * Marks the challenge consumed at `now` if it is unconsumed, unexpired and has fewer than `maxFailures`
    * wrong codes; true only for the one caller that did so, however many race.
    */
-  readonly consume: (id: ChallengeId, now: Date, maxFailures: number) => Effect.Effect<boolean>
+  readonly consume: (consumption: ChallengeConsumption) => Effect.Effect<boolean>
 }>()("@cp/persistence/identity/ChallengesRepo") {
   /** Challenges in a Map, for fast deterministic tests. */
   static readonly memory = Layer.sync(ChallengesRepo, () => {
     const challenges = new Map<ChallengeId, ChallengeRow>()
     return ChallengesRepo.of({
-      insert: Effect.fn("ChallengesRepo.insert")((challenge: ChallengeRow) =>
-        insertUnique(challenges, challenge.id, challenge, uniques)
-      ),
-      findById: Effect.fn("ChallengesRepo.findById")(function*(id: ChallengeId) {
-        return Option.fromUndefinedOr(challenges.get(id))
-      }),
-      recordFailure: Effect.fn("ChallengesRepo.recordFailure")((id: ChallengeId, maxFailures: number) =>
+      insert: (challenge) => insertUnique(challenges, challenge.id, challenge, uniques),
+      findById: (id) => Effect.sync(() => Option.fromUndefinedOr(challenges.get(id))),
+      recordFailure: ({ id, maxFailures }) =>
         updateRow(challenges, id, (current) =>
           current.consumedAt === null && current.failedAttempts < maxFailures
             ? Option.some({ ...current, failedAttempts: current.failedAttempts + 1 })
-            : Option.none()).pipe(Effect.map(Option.map((row) => row.failedAttempts)))
-      ),
-      consume: Effect.fn("ChallengesRepo.consume")((id: ChallengeId, now: Date, maxFailures: number) =>
+            : Option.none()).pipe(Effect.map(Option.map((row) => row.failedAttempts))),
+      consume: ({ id, now, maxFailures }) =>
         updateRow(
           challenges,
           id,
           (current) => current.failedAttempts < maxFailures ? consumeUnexpired(now)(current) : Option.none()
-        ).pipe(
-          Effect.map(Option.isSome)
-        )
-      )
+        ).pipe(Effect.map(Option.isSome))
     })
   })
 
@@ -73,43 +72,41 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
     ChallengesRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const insert = SqlSchema.void({
-        Request: ChallengeRow,
-        execute: (challenge) => sql`insert into login_challenges ${sql.insert(challenge)}`
-      })
-      const findById = SqlSchema.findOneOption({
-        Request: ChallengeId,
-        Result: ChallengeRow,
-        execute: (id) => sql`select * from login_challenges where id = ${id}`
-      })
-      const recordFailure = SqlSchema.findOneOption({
-        Request: RecordFailure,
-        Result: FailedAttempts,
-        execute: ({ id, maxFailures }) =>
-          sql`
-            update login_challenges set failed_attempts = failed_attempts + 1
-            where id = ${id} and consumed_at is null and failed_attempts < ${maxFailures}
-            returning failed_attempts`
-      })
-      const consume = SqlSchema.findOneOption({
-        Request: Consume,
-        Result: ConsumedId,
-        execute: ({ id, now, maxFailures }) =>
-          sql`
-            update login_challenges set consumed_at = ${now}
-            where id = ${id} and consumed_at is null and expires_at > ${now} and failed_attempts < ${maxFailures}
-            returning id`
-      })
       return ChallengesRepo.of({
-        insert: Effect.fn("ChallengesRepo.insert")((challenge: ChallengeRow) =>
-          uniqueViolationOrDie(insert(challenge))
+        insert: insertRow(sql, "login_challenges", ChallengeRow),
+        findById: flow(
+          SqlSchema.findOneOption({
+            Request: ChallengeId,
+            Result: ChallengeRow,
+            execute: (id) => sql`select * from login_challenges where id = ${id}`
+          }),
+          Effect.orDie
         ),
-        findById: Effect.fn("ChallengesRepo.findById")((id: ChallengeId) => Effect.orDie(findById(id))),
-        recordFailure: Effect.fn("ChallengesRepo.recordFailure")((id: ChallengeId, maxFailures: number) =>
-          recordFailure({ id, maxFailures }).pipe(Effect.map(Option.map((row) => row.failedAttempts)), Effect.orDie)
+        recordFailure: flow(
+          SqlSchema.findOneOption({
+            Request: ChallengeFailure,
+            Result: FailuresRow,
+            execute: ({ id, maxFailures }) =>
+              sql`
+                update login_challenges set failed_attempts = failed_attempts + 1
+                where id = ${id} and consumed_at is null and failed_attempts < ${maxFailures}
+                returning failed_attempts`
+          }),
+          Effect.map(Option.map((row) => row.failedAttempts)),
+          Effect.orDie
         ),
-        consume: Effect.fn("ChallengesRepo.consume")((id: ChallengeId, now: Date, maxFailures: number) =>
-          consume({ id, now, maxFailures }).pipe(Effect.map(Option.isSome), Effect.orDie)
+        consume: flow(
+          SqlSchema.findOneOption({
+            Request: ChallengeConsumption,
+            Result: ConsumedRow,
+            execute: ({ id, now, maxFailures }) =>
+              sql`
+                update login_challenges set consumed_at = ${now}
+                where id = ${id} and consumed_at is null and expires_at > ${now} and failed_attempts < ${maxFailures}
+                returning id`
+          }),
+          Effect.map(Option.isSome),
+          Effect.orDie
         )
       })
     })

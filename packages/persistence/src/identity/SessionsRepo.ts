@@ -1,9 +1,10 @@
 /** Sessions: the server side of a session bearer token (its secret stored only as a hash), revocable at logout. */
 import { SessionId, UserId } from "@cp/domain/ids"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import type { UniqueViolation } from "../errors.ts"
 import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { OrganizationsRepo, type ResolvedWorkspace, ResolvedWorkspaceJson } from "../workspaces/OrganizationsRepo.ts"
 import { sessionOnWorkspaceSql } from "../workspaces/resolution.ts"
 
@@ -19,18 +20,24 @@ export const SessionRow = Schema.Struct({
 })
 export type SessionRow = typeof SessionRow.Type
 
-const uniques: ReadonlyArray<UniqueKey<SessionRow>> = [primaryKey("sessions_pkey")]
+/** A session and the workspace reference (`org_…`, `ws_…` or a slug) a request names. */
+export const SessionWorkspaceRef = Schema.Struct({ id: SessionId, ref: Schema.String })
+export type SessionWorkspaceRef = typeof SessionWorkspaceRef.Type
 
-const Revoke = Schema.Struct({ id: SessionId, now: Schema.Date })
-const RevokedId = Schema.Struct({ id: SessionId })
-const OnWorkspace = Schema.Struct({ id: SessionId, ref: Schema.String })
-const SessionOnWorkspaceRow = Schema.Struct({ ...SessionRow.fields, workspace: Schema.NullOr(ResolvedWorkspaceJson) })
+/** Revoking a session at `now`. */
+export const SessionRevocation = Schema.Struct({ id: SessionId, now: Schema.Date })
+export type SessionRevocation = typeof SessionRevocation.Type
 
 /** A session with the workspace a request names, resolved for the session's user (None: no such workspace). */
 export interface SessionOnWorkspace {
   readonly session: SessionRow
   readonly workspace: Option.Option<ResolvedWorkspace>
 }
+
+const uniques: ReadonlyArray<UniqueKey<SessionRow>> = [primaryKey("sessions_pkey")]
+
+const RevokedRow = Schema.Struct({ id: SessionId })
+const SessionOnWorkspaceRow = Schema.Struct({ ...SessionRow.fields, workspace: Schema.NullOr(ResolvedWorkspaceJson) })
 
 /** Session records, read on every session-authenticated request (by primary key) and revoked at logout. */
 export class SessionsRepo extends Context.Service<SessionsRepo, {
@@ -41,9 +48,9 @@ export class SessionsRepo extends Context.Service<SessionsRepo, {
    * `OrganizationsRepo.resolveForSubject` resolves it for the session's user: the one read a session-authenticated
    * workspace request needs. None when there is no such session.
    */
-  readonly findWithWorkspace: (id: SessionId, ref: string) => Effect.Effect<Option.Option<SessionOnWorkspace>>
+  readonly findWithWorkspace: (request: SessionWorkspaceRef) => Effect.Effect<Option.Option<SessionOnWorkspace>>
   /** Sets `revokedAt` to `now` if the session exists and is not revoked yet; true when this call revoked it. */
-  readonly revoke: (id: SessionId, now: Date) => Effect.Effect<boolean>
+  readonly revoke: (revocation: SessionRevocation) => Effect.Effect<boolean>
 }>()("@cp/persistence/identity/SessionsRepo") {
   /** Sessions in a Map, for fast deterministic tests. */
   static readonly memory = Layer.effect(
@@ -52,31 +59,22 @@ export class SessionsRepo extends Context.Service<SessionsRepo, {
       const organizations = yield* OrganizationsRepo
       const sessions = new Map<SessionId, SessionRow>()
       return SessionsRepo.of({
-        insert: Effect.fn("SessionsRepo.insert")((session: SessionRow) =>
-          insertUnique(sessions, session.id, session, uniques)
-        ),
-        findById: Effect.fn("SessionsRepo.findById")(function*(id: SessionId) {
-          return Option.fromUndefinedOr(sessions.get(id))
-        }),
-        findWithWorkspace: Effect.fn("SessionsRepo.findWithWorkspace")(function*(id: SessionId, ref: string) {
-          const session = sessions.get(id)
-          if (session === undefined) return Option.none()
-          const workspace = yield* organizations.resolveForSubject({
-            ref,
-            subjectType: "user",
-            subjectId: session.userId
-          })
-          return Option.some({ session, workspace })
-        }),
-        revoke: Effect.fn("SessionsRepo.revoke")((id: SessionId, now: Date) =>
+        insert: (session) => insertUnique(sessions, session.id, session, uniques),
+        findById: (id) => Effect.sync(() => Option.fromUndefinedOr(sessions.get(id))),
+        findWithWorkspace: ({ id, ref }) =>
+          Effect.suspend(() => {
+            const session = sessions.get(id)
+            if (session === undefined) return Effect.succeedNone
+            return organizations.resolveForSubject({ ref, subjectType: "user", subjectId: session.userId }).pipe(
+              Effect.map((workspace) => Option.some({ session, workspace }))
+            )
+          }),
+        revoke: ({ id, now }) =>
           updateRow(
             sessions,
             id,
             (current) => current.revokedAt === null ? Option.some({ ...current, revokedAt: now }) : Option.none()
-          ).pipe(
-            Effect.map(Option.isSome)
-          )
-        )
+          ).pipe(Effect.map(Option.isSome))
       })
     })
   ).pipe(Layer.provide(OrganizationsRepo.memory))
@@ -86,40 +84,37 @@ export class SessionsRepo extends Context.Service<SessionsRepo, {
     SessionsRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const insert = SqlSchema.void({
-        Request: SessionRow,
-        execute: (session) => sql`insert into sessions ${sql.insert(session)}`
-      })
-      const findById = SqlSchema.findOneOption({
-        Request: SessionId,
-        Result: SessionRow,
-        execute: (id) => sql`select * from sessions where id = ${id}`
-      })
-      const findWithWorkspace = SqlSchema.findOneOption({
-        Request: OnWorkspace,
-        Result: SessionOnWorkspaceRow,
-        execute: ({ id, ref }) => sql.unsafe(sessionOnWorkspaceSql, [id, ref]).withoutTransform
-      })
-      const revoke = SqlSchema.findOneOption({
-        Request: Revoke,
-        Result: RevokedId,
-        execute: ({ id, now }) =>
-          sql`update sessions set revoked_at = ${now} where id = ${id} and revoked_at is null returning id`
-      })
       return SessionsRepo.of({
-        insert: Effect.fn("SessionsRepo.insert")((session: SessionRow) => uniqueViolationOrDie(insert(session))),
-        findById: Effect.fn("SessionsRepo.findById")((id: SessionId) => Effect.orDie(findById(id))),
-        // The one read of every session-authenticated workspace request: a plain function, since `Effect.fn`'s
-        // call-site stack capture and span showed in the request profile; its SQL statement still has its span.
-        findWithWorkspace: (id: SessionId, ref: string) =>
-          findWithWorkspace({ id, ref }).pipe(
-            Effect.map(
-              Option.map(({ workspace, ...session }) => ({ session, workspace: Option.fromNullOr(workspace) }))
-            ),
-            Effect.orDie
-          ),
-        revoke: Effect.fn("SessionsRepo.revoke")((id: SessionId, now: Date) =>
-          revoke({ id, now }).pipe(Effect.map(Option.isSome), Effect.orDie)
+        insert: insertRow(sql, "sessions", SessionRow),
+        findById: flow(
+          SqlSchema.findOneOption({
+            Request: SessionId,
+            Result: SessionRow,
+            execute: (id) => sql`select * from sessions where id = ${id}`
+          }),
+          Effect.orDie
+        ),
+        // The one read of every session-authenticated workspace request: plain functions (no `Effect.fn` call-site
+        // capture or span, which showed in the request profile), constant statement text and no per-row name
+        // transform; the SQL statement still has its span.
+        findWithWorkspace: flow(
+          SqlSchema.findOneOption({
+            Request: SessionWorkspaceRef,
+            Result: SessionOnWorkspaceRow,
+            execute: ({ id, ref }) => sql.unsafe(sessionOnWorkspaceSql, [id, ref]).withoutTransform
+          }),
+          Effect.map(Option.map(({ workspace, ...session }) => ({ session, workspace: Option.fromNullOr(workspace) }))),
+          Effect.orDie
+        ),
+        revoke: flow(
+          SqlSchema.findOneOption({
+            Request: SessionRevocation,
+            Result: RevokedRow,
+            execute: ({ id, now }) =>
+              sql`update sessions set revoked_at = ${now} where id = ${id} and revoked_at is null returning id`
+          }),
+          Effect.map(Option.isSome),
+          Effect.orDie
         )
       })
     })

@@ -41,5 +41,7 @@ export default Effect.gen(function*() {
       updated_at timestamptz not null,
       constraint feature_flags_scope_key unique nulls not distinct (org_id, project_id, environment_id, key)
     )`
-  yield* sql`create index feature_flags_scope_idx on feature_flags (org_id, project_id, environment_id, created_at desc, id desc)`
+  yield* sql`
+    create index feature_flags_scope_idx
+    on feature_flags (org_id, project_id, environment_id, created_at desc, id desc)`
 })

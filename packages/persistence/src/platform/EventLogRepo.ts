@@ -1,9 +1,10 @@
 /** The event log and the audit trail derived from it, written in the same transaction as the mutation they record. */
 import { AuditEntryId, EnvironmentId, EventId, OrgId, ProjectId } from "@cp/domain/ids"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, flow, Layer, Order, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import { keysetQuery, newestFirst, pageFields, type PagePosition } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { JsonObject } from "./JsonObject.ts"
 
@@ -54,9 +55,14 @@ export const AuditEntryRecord = Schema.Struct({
 })
 export type AuditEntryRecord = typeof AuditEntryRecord.Type
 
-/** Keyset position of the last entry of the previous page. */
-export const AuditCursor = Schema.Struct({ occurredAt: Schema.Date, id: AuditEntryId })
-export type AuditCursor = typeof AuditCursor.Type
+/** The log and the audit trail page by (occurredAt, id); lowercase UUID strings sort as PostgreSQL sorts `uuid`. */
+export const auditPosition = (entry: { readonly occurredAt: Date; readonly id: string }): PagePosition => ({
+  at: entry.occurredAt,
+  key: entry.id
+})
+
+/** The SQL order `occurred_at desc, id desc`. */
+const occurredNewestFirst = Order.mapInput(newestFirst, auditPosition)
 
 /** One audit page of an org: every filter given must match (`from`/`to` inclusive), newest first, after `after`. */
 export const AuditQuery = Schema.Struct({
@@ -69,8 +75,7 @@ export const AuditQuery = Schema.Struct({
   eventType: Schema.optionalKey(Schema.String),
   from: Schema.optionalKey(Schema.Date),
   to: Schema.optionalKey(Schema.Date),
-  limit: Schema.Int,
-  after: Schema.optionalKey(AuditCursor)
+  ...pageFields
 })
 export type AuditQuery = typeof AuditQuery.Type
 
@@ -106,9 +111,9 @@ export class EventLogRepo extends Context.Service<EventLogRepo, {
           return Effect.void
         }),
       listEvents: ({ orgId }) =>
-        Effect.sync(() => [...events.values()].filter((event) => event.orgId === orgId).sort(newestFirst)),
+        Effect.sync(() => [...events.values()].filter((event) => event.orgId === orgId).sort(occurredNewestFirst)),
       listAudit: (query) =>
-        Effect.sync(() => [...audit.values()].filter(matches(query)).sort(newestFirst).slice(0, query.limit))
+        Effect.sync(() => [...audit.values()].filter(matches(query)).sort(occurredNewestFirst).slice(0, query.limit))
     })
   })
 
@@ -118,65 +123,63 @@ export class EventLogRepo extends Context.Service<EventLogRepo, {
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
 
-      // One statement, so the pair is written together even outside a transaction.
-      const append = SqlSchema.void({
-        Request: Schema.Struct({ event: EventRecord, audit: AuditEntryRecord }),
-        execute: ({ audit, event }) =>
-          sql`
+      return EventLogRepo.of({
+        // One statement, so the pair is written together even outside a transaction.
+        append: flow(
+          SqlSchema.void({
+            Request: Schema.Struct({ event: EventRecord, audit: AuditEntryRecord }),
+            execute: ({ audit, event }) =>
+              sql`
             with event as (
               insert into events ${
-            sql.insert({
-              ...event,
-              data: sql.json(event.data),
-              traceContext: event.traceContext === null ? null : sql.json(event.traceContext)
-            })
-          }
+                sql.insert({
+                  ...event,
+                  data: sql.json(event.data),
+                  traceContext: event.traceContext === null ? null : sql.json(event.traceContext)
+                })
+              }
             )
             insert into audit_entries ${sql.insert({ ...audit, payload: sql.json(audit.payload) })}`
-      })
-
-      const listEvents = SqlSchema.findAll({
-        Request: OrgId,
-        Result: EventRecord,
-        execute: (orgId) => sql`select * from events where org_id = ${orgId} order by occurred_at desc, id desc`
-      })
-
-      const listAudit = SqlSchema.findAll({
-        Request: AuditQuery,
-        Result: AuditEntryRecord,
-        execute: (q) =>
-          sql`
-            select * from audit_entries
-            where ${
-            sql.and([
-              sql`org_id = ${q.orgId}`,
-              ...(q.category === undefined ? [] : [sql`category = ${q.category}`]),
-              ...(q.actorId === undefined ? [] : [sql`actor_id = ${q.actorId}`]),
-              ...(q.actorType === undefined ? [] : [sql`actor_type = ${q.actorType}`]),
-              ...(q.subjectKind === undefined ? [] : [sql`subject_kind = ${q.subjectKind}`]),
-              ...(q.subjectId === undefined ? [] : [sql`subject_id = ${q.subjectId}`]),
-              ...(q.eventType === undefined ? [] : [sql`event_type = ${q.eventType}`]),
-              ...(q.from === undefined ? [] : [sql`occurred_at >= ${q.from}`]),
-              ...(q.to === undefined ? [] : [sql`occurred_at <= ${q.to}`]),
-              ...(q.after === undefined ? [] : [sql`(occurred_at, id) < (${q.after.occurredAt}, ${q.after.id})`])
-            ])
-          }
-            order by occurred_at desc, id desc
-            limit ${q.limit}`
-      })
-
-      return EventLogRepo.of({
-        append: (entry) => append(entry).pipe(uniqueViolationOrDie, Effect.withSpan("EventLogRepo.append")),
-        listEvents: ({ orgId }) => listEvents(orgId).pipe(Effect.orDie, Effect.withSpan("EventLogRepo.listEvents")),
-        listAudit: (query) => listAudit(query).pipe(Effect.orDie, Effect.withSpan("EventLogRepo.listAudit"))
+          }),
+          uniqueViolationOrDie
+        ),
+        listEvents: flow(
+          SqlSchema.findAll({
+            Request: Schema.Struct({ orgId: OrgId }),
+            Result: EventRecord,
+            execute: ({ orgId }) => sql`select * from events where org_id = ${orgId} order by occurred_at desc, id desc`
+          }),
+          Effect.orDie
+        ),
+        listAudit: flow(
+          SqlSchema.findAll({
+            Request: AuditQuery,
+            Result: AuditEntryRecord,
+            execute: ({ orgId, limit, after, ...q }) =>
+              keysetQuery(
+                sql,
+                sql`select * from audit_entries`,
+                [
+                  sql`org_id = ${orgId}`,
+                  ...(q.category === undefined ? [] : [sql`category = ${q.category}`]),
+                  ...(q.actorId === undefined ? [] : [sql`actor_id = ${q.actorId}`]),
+                  ...(q.actorType === undefined ? [] : [sql`actor_type = ${q.actorType}`]),
+                  ...(q.subjectKind === undefined ? [] : [sql`subject_kind = ${q.subjectKind}`]),
+                  ...(q.subjectId === undefined ? [] : [sql`subject_id = ${q.subjectId}`]),
+                  ...(q.eventType === undefined ? [] : [sql`event_type = ${q.eventType}`]),
+                  ...(q.from === undefined ? [] : [sql`occurred_at >= ${q.from}`]),
+                  ...(q.to === undefined ? [] : [sql`occurred_at <= ${q.to}`])
+                ],
+                { limit, after },
+                { at: "occurred_at" }
+              )
+          }),
+          Effect.orDie
+        )
       })
     })
   )
 }
-
-/** The SQL order `occurred_at desc, id desc`; lowercase UUID strings sort as PostgreSQL sorts `uuid`. */
-const newestFirst = (a: { occurredAt: Date; id: string }, b: { occurredAt: Date; id: string }) =>
-  b.occurredAt.getTime() - a.occurredAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
 
 const matches = (q: AuditQuery) => (entry: AuditEntryRecord): boolean =>
   entry.orgId === q.orgId &&
@@ -188,4 +191,4 @@ const matches = (q: AuditQuery) => (entry: AuditEntryRecord): boolean =>
   (q.eventType === undefined || entry.eventType === q.eventType) &&
   (q.from === undefined || entry.occurredAt >= q.from) &&
   (q.to === undefined || entry.occurredAt <= q.to) &&
-  (q.after === undefined || newestFirst(q.after, entry) < 0)
+  (q.after === undefined || newestFirst(auditPosition(entry), q.after) > 0)

@@ -1,6 +1,6 @@
 /** Outgoing mail, written by services and read by the mailer (and by tests, which read what was "sent"). */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, flow, Layer, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { atomically } from "../Memory.ts"
@@ -56,28 +56,30 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
 
-      const insert = SqlSchema.void({
-        Request: OutboxMessage,
-        execute: (m) =>
-          sql`
+      return OutboxRepo.of({
+        insert: flow(
+          SqlSchema.void({
+            Request: OutboxMessage,
+            execute: (m) =>
+              sql`
             insert into mail_outbox (id, to_address, template, subject, text, data, created_at)
             values (${m.id}, ${m.to}, ${m.template}, ${m.subject}, ${m.text}, ${sql.json(m.data)}, ${m.createdAt})`
-      })
-
-      const list = SqlSchema.findAll({
-        Request: ListRequest,
-        Result: OutboxMessage,
-        execute: (r) =>
-          sql`
+          }),
+          uniqueViolationOrDie
+        ),
+        list: flow(
+          SqlSchema.findAll({
+            Request: ListRequest,
+            Result: OutboxMessage,
+            execute: (r) =>
+              sql`
             select id, to_address as "to", template, subject, text, data, created_at
             from mail_outbox
             ${r.to === undefined ? sql`` : sql`where lower(to_address) = lower(${r.to})`}
             order by created_at desc, id desc`
-      })
-
-      return OutboxRepo.of({
-        insert: (message) => insert(message).pipe(uniqueViolationOrDie, Effect.withSpan("OutboxRepo.insert")),
-        list: (filter) => list(filter).pipe(Effect.orDie, Effect.withSpan("OutboxRepo.list"))
+          }),
+          Effect.orDie
+        )
       })
     })
   )

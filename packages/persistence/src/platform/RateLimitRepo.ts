@@ -4,7 +4,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { atomically } from "../Memory.ts"
 import { retryUntilAnswered } from "./retryUntilAnswered.ts"
 
-/** One counter to charge: at most `limit` requests per window of `windowSeconds`, the window opening at its first request. */
+/** One counter to charge: at most `limit` requests per `windowSeconds` window, opening at its first request. */
 export interface RateLimitBucket {
   readonly key: string
   readonly limit: number

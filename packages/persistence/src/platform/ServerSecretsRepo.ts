@@ -1,4 +1,4 @@
-/** Process-wide secrets generated once per database, so every replica on it agrees (dev/test KEK, token signing key). */
+/** Process-wide secrets generated once per database, so its replicas agree (dev/test KEK, token signing key). */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { atomically } from "../Memory.ts"

@@ -5,8 +5,9 @@
  */
 import type { TeamId } from "@cp/domain/ids"
 import { Context, Layer } from "effect"
+import type { MemberRow } from "../members/rows.ts"
 import { compositeKey } from "../memoryTable.ts"
-import type { MemberRow, RoleBindingRow } from "../workspaces/rows.ts"
+import type { RoleBindingRow } from "../workspaces/rows.ts"
 import type { TeamGrantRow, TeamGrantTuple, TeamMemberRow, TeamRow } from "./rows.ts"
 
 /** The Maps behind `TeamsRepo.memory`; members and grants are keyed by their natural keys. */

@@ -1,56 +1,60 @@
-/** The stored shapes of the teams area: teams, their members and the roles granted to them. */
-import { Role } from "@cp/domain/access"
+/** The stored shapes of the teams area (teams, their members and the roles granted to them) and its requests. */
 import { OrgId, TeamId } from "@cp/domain/ids"
-import { Schema } from "effect"
-import { ScopeKind, SubjectType } from "../workspaces/rows.ts"
+import { Team, TeamMember, TeamRoleGrant } from "@cp/domain/teams"
+import { Schema, Struct } from "effect"
+import { pageFields } from "../keyset.ts"
+import { storedFields } from "../stored.ts"
 
-/** A row of `teams`; its slug is unique within its workspace. */
-export const TeamRow = Schema.Struct({
-  id: TeamId,
-  orgId: OrgId,
-  name: Schema.String,
-  slug: Schema.String,
-  /** Deleting a team removes its row, so every stored team is `active`. */
-  status: Schema.Literals(["active"]),
-  createdAt: Schema.Date,
-  updatedAt: Schema.Date
-})
+/** A row of `teams`; its slug is unique within its workspace. Deleting a team removes its row (status `active`). */
+export const TeamRow = Schema.Struct({ ...storedFields(Team.fields), orgId: OrgId, updatedAt: Schema.Date })
 export type TeamRow = typeof TeamRow.Type
 
 /** A row of `team_members`: a subject belongs to a team at most once. */
-export const TeamMemberRow = Schema.Struct({
-  teamId: TeamId,
-  subjectType: SubjectType,
-  subjectId: Schema.String,
-  status: Schema.Literals(["active"]),
-  createdAt: Schema.Date
-})
+export const TeamMemberRow = Schema.Struct({ teamId: TeamId, ...storedFields(TeamMember.fields) })
 export type TeamMemberRow = typeof TeamMemberRow.Type
 
 /** A row of `team_role_grants`: one role a team holds, named by (team, role, scope kind, scope ref). */
 export const TeamGrantRow = Schema.Struct({
   /** A UUIDv7 minted by the server (never on the wire: a grant is named by its tuple). */
   id: Schema.String,
-  teamId: TeamId,
-  role: Role,
-  scopeKind: ScopeKind,
-  /** The project id of a `project` grant; null otherwise. */
-  scopeRef: Schema.NullOr(Schema.String),
+  ...storedFields(TeamRoleGrant.fields),
   createdAt: Schema.Date
 })
 export type TeamGrantRow = typeof TeamGrantRow.Type
 
 /** What names a grant: everything but its id and creation time. */
-export type TeamGrantTuple = Pick<TeamGrantRow, "teamId" | "role" | "scopeKind" | "scopeRef">
+export const TeamGrantTuple = Schema.Struct(Struct.omit(TeamGrantRow.fields, ["id", "createdAt"]))
+export type TeamGrantTuple = typeof TeamGrantTuple.Type
 
-/** A keyset position in a newest-first list: the last row's time and its tie-breaking key. */
-export interface TeamPagePosition {
-  readonly at: Date
-  readonly key: string
-}
+/** One team of one workspace (a team of another workspace is not found). */
+export const TeamKey = Schema.Struct({ orgId: OrgId, teamId: TeamId })
+export type TeamKey = typeof TeamKey.Type
 
-/** One page of a newest-first list: rows strictly after `after`, at most `limit` of them. */
-export interface TeamPageWindow {
-  readonly after?: TeamPagePosition | undefined
-  readonly limit: number
-}
+/** A page of the workspace's teams. */
+export const TeamsPage = Schema.Struct({ orgId: OrgId, ...pageFields })
+export type TeamsPage = typeof TeamsPage.Type
+
+/** The taken slugs of the `base` family in a workspace. */
+export const TeamSlugFamily = Schema.Struct({ orgId: OrgId, base: Schema.String })
+export type TeamSlugFamily = typeof TeamSlugFamily.Type
+
+/** A team's new name and/or slug (undefined: as it is), stamped `updatedAt`. */
+export const TeamUpdate = Schema.Struct({
+  ...TeamKey.fields,
+  name: Schema.optional(Schema.String),
+  slug: Schema.optional(Schema.String),
+  updatedAt: Schema.Date
+})
+export type TeamUpdate = typeof TeamUpdate.Type
+
+/** A page of one team's members, keyed by subject id. */
+export const TeamMembersPage = Schema.Struct({ teamId: TeamId, ...pageFields })
+export type TeamMembersPage = typeof TeamMembersPage.Type
+
+/** One subject's membership of one team. */
+export const TeamMemberKey = Schema.Struct(Struct.pick(TeamMemberRow.fields, ["teamId", "subjectType", "subjectId"]))
+export type TeamMemberKey = typeof TeamMemberKey.Type
+
+/** A page of the grants of the workspace's teams, or of one of them. */
+export const TeamGrantsPage = Schema.Struct({ orgId: OrgId, teamId: Schema.optional(TeamId), ...pageFields })
+export type TeamGrantsPage = typeof TeamGrantsPage.Type

@@ -4,8 +4,10 @@
  * layer value, which a single layer build constructs once.
  */
 import type { MemberId, OrgId } from "@cp/domain/ids"
-import { Context, Layer, Order } from "effect"
-import type { MemberRow, OrganizationRow, RoleBindingRow, SubjectType } from "./rows.ts"
+import { Context, Layer } from "effect"
+import { createdOldestFirst } from "../keyset.ts"
+import type { MemberRow } from "../members/rows.ts"
+import type { OrganizationRow, RoleBindingRow, SubjectInOrgs } from "./rows.ts"
 
 /** The Maps behind the memory layers of `OrganizationsRepo`, `MembersRepo` and `RoleBindingsRepo`. */
 export class WorkspaceTables extends Context.Service<WorkspaceTables, {
@@ -20,24 +22,13 @@ export class WorkspaceTables extends Context.Service<WorkspaceTables, {
   )
 }
 
-/** `order by created_at, id`: creation order, ids (byte-compared, like the "C" collation) breaking ties. */
-export const oldestFirst: Order.Order<{ readonly createdAt: Date; readonly id: string }> = Order.Struct({
-  createdAt: Order.Date,
-  id: Order.String
-})
-
-/** `order by created_at desc, id desc`: lists, newest first. */
-export const newestFirst = Order.flip(oldestFirst)
-
 /** The bindings one subject holds on any of `orgIds`, in the order they were granted. */
 export const bindingsOfSubject = (
   roleBindings: Map<string, RoleBindingRow>,
-  orgIds: ReadonlyArray<OrgId>,
-  subjectType: SubjectType,
-  subjectId: string
+  { orgIds, subjectType, subjectId }: SubjectInOrgs
 ): Array<RoleBindingRow> =>
   Array.from(roleBindings.values())
     .filter((binding) =>
       binding.subjectType === subjectType && binding.subjectId === subjectId && orgIds.includes(binding.orgId)
     )
-    .sort(oldestFirst)
+    .sort(createdOldestFirst)

@@ -1,24 +1,24 @@
 /** Workspaces (organizations): account roots and their child workspaces, found by any of their three references. */
 import { OrgId, TeamId, UserId, WorkspaceRef } from "@cp/domain/ids"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { isSlugOfFamily, slugOfFamily } from "../keyset.ts"
+import type { UniqueViolation } from "../errors.ts"
+import { createdNewestFirst, createdOldestFirst, isSlugOfFamily, slugFamilyQuery, SlugRow, slugsOf } from "../keyset.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
+import { insertRow } from "../stored.ts"
 import { teamBindingsOfSubject, TeamTables } from "../teams/TeamTables.ts"
-import { bindingsOfSubject, newestFirst, oldestFirst, WorkspaceTables } from "./MemoryTables.ts"
+import { bindingsOfSubject, WorkspaceTables } from "./MemoryTables.ts"
 import { subjectOnWorkspaceSql } from "./resolution.ts"
-import { OrganizationFromJson, OrganizationRow, RoleBindingFromJson, RoleBindingRow, SubjectType } from "./rows.ts"
+import {
+  OrganizationFromJson,
+  OrganizationRow,
+  RoleBindingFromJson,
+  RoleBindingRow,
+  SubjectOnWorkspace
+} from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of a taken slug. */
 export const organizationsSlugConstraint = "organizations_slug_key"
-
-/** A workspace reference in any spelling: `org_…`, `ws_…` or a slug. */
-export interface SubjectOnWorkspace {
-  readonly ref: string
-  readonly subjectType: SubjectType
-  readonly subjectId: string
-}
 
 /**
  * A role the subject holds on a workspace: a role binding of its own, or (`teamId` set) a grant of a team it is a
@@ -42,9 +42,6 @@ const uniques: ReadonlyArray<UniqueKey<OrganizationRow>> = [
   { constraint: organizationsSlugConstraint, key: (org) => org.slug }
 ]
 
-const SlugResult = Schema.Struct({ slug: Schema.String })
-const Resolve = Schema.Struct({ ref: Schema.String, subjectType: SubjectType, subjectId: Schema.String })
-
 /** The workspace JSON of the statements in `resolution.ts`: already a `ResolvedWorkspace` once decoded. */
 export const ResolvedWorkspaceJson = Schema.Struct({
   organization: OrganizationFromJson,
@@ -52,6 +49,7 @@ export const ResolvedWorkspaceJson = Schema.Struct({
 })
 
 const ResolvedRow = Schema.Struct({ workspace: Schema.NullOr(ResolvedWorkspaceJson) })
+const LockedRow = Schema.Struct({ id: OrgId })
 
 /**
  * Workspaces; `resolveForSubject` is the one read behind a workspace-scoped request (`SessionsRepo.findWithWorkspace`
@@ -77,6 +75,13 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
    * workspace (an active member, or a service principal with a binding there).
    */
   readonly resolveForSubject: (query: SubjectOnWorkspace) => Effect.Effect<Option.Option<ResolvedWorkspace>>
+  /**
+   * Serializes the checks a workspace's writes depend on ("another owner remains", "a project slot is free"): holds a
+   * row lock on the workspace until the surrounding transaction ends, so they cannot race. Call inside
+   * `Transactor.withTransaction` (the memory flavour needs nothing: its transactions already run one at a time).
+   * False for an unknown workspace.
+   */
+  readonly lockWorkspace: (id: OrgId) => Effect.Effect<boolean>
 }>()("@cp/persistence/workspaces/OrganizationsRepo") {
   /** Workspaces in the shared workspace tables, for fast deterministic tests. */
   static readonly memory = Layer.effect(
@@ -89,41 +94,29 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
         Array.from(organizations.values()).filter(predicate)
       const first = (predicate: (org: OrganizationRow) => boolean) => Option.fromUndefinedOr(where(predicate)[0])
       return OrganizationsRepo.of({
-        insert: Effect.fn("OrganizationsRepo.insert")((organization: OrganizationRow) =>
-          insertUnique(organizations, organization.id, organization, uniques)
-        ),
-        findById: Effect.fn("OrganizationsRepo.findById")(function*(id: OrgId) {
-          return Option.fromUndefinedOr(organizations.get(id))
-        }),
-        findByIds: Effect.fn("OrganizationsRepo.findByIds")(function*(ids: ReadonlyArray<OrgId>) {
-          return [...new Set(ids)].flatMap((id) => organizations.get(id) ?? [])
-        }),
-        findByPublicId: Effect.fn("OrganizationsRepo.findByPublicId")(function*(publicId: WorkspaceRef) {
-          return first((org) => org.publicId === publicId)
-        }),
-        findBySlug: Effect.fn("OrganizationsRepo.findBySlug")(function*(slug: string) {
-          return first((org) => org.slug === slug)
-        }),
-        slugsStartingWith: Effect.fn("OrganizationsRepo.slugsStartingWith")(function*(base: string) {
-          return where((org) => isSlugOfFamily(base)(org.slug)).map((org) => org.slug)
-        }),
-        listChildren: Effect.fn("OrganizationsRepo.listChildren")(function*(accountPublicId: WorkspaceRef) {
-          return where((org) => org.accountId === accountPublicId && !org.isAccountRoot).sort(newestFirst)
-        }),
-        findEarliestOwnedAccountRoot: Effect.fn("OrganizationsRepo.findEarliestOwnedAccountRoot")(
-          function*(userId: UserId) {
-            const roots = where((org) => org.isAccountRoot)
-            const owned = roots.filter((root) =>
-              bindingsOfSubject(roleBindings, [root.id], "user", userId).some((binding) =>
-                binding.role === "owner" && binding.scopeKind === "organization"
+        insert: (organization) => insertUnique(organizations, organization.id, organization, uniques),
+        findById: (id) => Effect.sync(() => Option.fromUndefinedOr(organizations.get(id))),
+        findByIds: (ids) => Effect.sync(() => [...new Set(ids)].flatMap((id) => organizations.get(id) ?? [])),
+        findByPublicId: (publicId) => Effect.sync(() => first((org) => org.publicId === publicId)),
+        findBySlug: (slug) => Effect.sync(() => first((org) => org.slug === slug)),
+        slugsStartingWith: (base) =>
+          Effect.sync(() => where((org) => isSlugOfFamily(base)(org.slug)).map((org) => org.slug)),
+        listChildren: (accountPublicId) =>
+          Effect.sync(() =>
+            where((org) => org.accountId === accountPublicId && !org.isAccountRoot).sort(createdNewestFirst)
+          ),
+        findEarliestOwnedAccountRoot: (userId) =>
+          Effect.sync(() => {
+            const owned = where((org) => org.isAccountRoot).filter((root) =>
+              bindingsOfSubject(roleBindings, { orgIds: [root.id], subjectType: "user", subjectId: userId }).some(
+                (binding) => binding.role === "owner" && binding.scopeKind === "organization"
               )
             )
-            return Option.fromUndefinedOr(owned.sort(oldestFirst)[0])
-          }
-        ),
-        resolveForSubject: Effect.fn("OrganizationsRepo.resolveForSubject")(
-          function*({ ref, subjectType, subjectId }: SubjectOnWorkspace) {
-            return first((org) => org.id === ref || org.publicId === ref || org.slug === ref).pipe(
+            return Option.fromUndefinedOr(owned.sort(createdOldestFirst)[0])
+          }),
+        resolveForSubject: ({ ref, subjectType, subjectId }) =>
+          Effect.sync(() =>
+            first((org) => org.id === ref || org.publicId === ref || org.slug === ref).pipe(
               Option.map((organization) => {
                 const root = first((org) => org.publicId === organization.accountId)
                 const orgIds = Option.match(root, {
@@ -131,14 +124,14 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
                   onSome: (root) => [organization.id, root.id]
                 })
                 const held: Array<HeldBinding> = [
-                  ...bindingsOfSubject(roleBindings, orgIds, subjectType, subjectId),
+                  ...bindingsOfSubject(roleBindings, { orgIds, subjectType, subjectId }),
                   ...teamBindingsOfSubject(teamTables, workspaceTables, orgIds, subjectType, subjectId)
                 ]
-                return { organization, bindings: held.sort(oldestFirst) }
+                return { organization, bindings: held.sort(createdOldestFirst) }
               })
             )
-          }
-        )
+          ),
+        lockWorkspace: (id) => Effect.sync(() => organizations.has(id))
       })
     })
   ).pipe(Layer.provide(Layer.mergeAll(WorkspaceTables.layer, TeamTables.layer)))
@@ -148,87 +141,97 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
     OrganizationsRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const insert = SqlSchema.void({
-        Request: OrganizationRow,
-        execute: (organization) => sql`insert into organizations ${sql.insert(organization)}`
-      })
-      const findById = SqlSchema.findOneOption({
-        Request: OrgId,
-        Result: OrganizationRow,
-        execute: (id) => sql`select * from organizations where id = ${id}`
-      })
-      const findByIds = SqlSchema.findAll({
-        Request: Schema.Array(OrgId),
-        Result: OrganizationRow,
-        execute: (ids) => sql`select * from organizations where id in ${sql.in(ids)}`
-      })
-      const findByPublicId = SqlSchema.findOneOption({
-        Request: WorkspaceRef,
-        Result: OrganizationRow,
-        execute: (publicId) => sql`select * from organizations where public_id = ${publicId}`
-      })
-      const findBySlug = SqlSchema.findOneOption({
-        Request: Schema.String,
-        Result: OrganizationRow,
-        execute: (slug) => sql`select * from organizations where slug = ${slug}`
-      })
-      const slugFamily = SqlSchema.findAll({
-        Request: Schema.String,
-        Result: SlugResult,
-        execute: (base) => sql`select slug from organizations where ${slugOfFamily(sql, base)}`
-      })
-      const listChildren = SqlSchema.findAll({
-        Request: WorkspaceRef,
-        Result: OrganizationRow,
-        execute: (accountPublicId) =>
-          sql`
-            select * from organizations
-            where account_id = ${accountPublicId} and not is_account_root
-            order by created_at desc, id desc`
-      })
-      const findEarliestOwnedAccountRoot = SqlSchema.findOneOption({
-        Request: UserId,
-        Result: OrganizationRow,
-        execute: (userId) =>
-          sql`
-            select o.* from role_bindings b join organizations o on o.id = b.org_id
-            where b.subject_type = 'user' and b.subject_id = ${userId}
-              and b.role = 'owner' and b.scope_kind = 'organization' and o.is_account_root
-            order by o.created_at, o.id
-            limit 1`
-      })
-      const resolveForSubject = SqlSchema.findOneOption({
-        Request: Resolve,
-        Result: ResolvedRow,
-        execute: ({ ref, subjectType, subjectId }) =>
-          sql.unsafe(subjectOnWorkspaceSql, [ref, subjectType, subjectId]).withoutTransform
-      })
+      const findByIds = flow(
+        SqlSchema.findAll({
+          Request: Schema.Array(OrgId),
+          Result: OrganizationRow,
+          execute: (ids) => sql`select * from organizations where id in ${sql.in(ids)}`
+        }),
+        Effect.orDie
+      )
       return OrganizationsRepo.of({
-        insert: Effect.fn("OrganizationsRepo.insert")((organization: OrganizationRow) =>
-          uniqueViolationOrDie(insert(organization))
+        insert: insertRow(sql, "organizations", OrganizationRow),
+        findById: flow(
+          SqlSchema.findOneOption({
+            Request: OrgId,
+            Result: OrganizationRow,
+            execute: (id) => sql`select * from organizations where id = ${id}`
+          }),
+          Effect.orDie
         ),
-        findById: Effect.fn("OrganizationsRepo.findById")((id: OrgId) => Effect.orDie(findById(id))),
-        findByIds: Effect.fn("OrganizationsRepo.findByIds")((ids: ReadonlyArray<OrgId>) =>
-          ids.length === 0 ? Effect.succeed([]) : Effect.orDie(findByIds([...new Set(ids)]))
+        // `in ()` is not SQL: no ids, no query.
+        findByIds: (ids) => ids.length === 0 ? Effect.succeed([]) : findByIds([...new Set(ids)]),
+        findByPublicId: flow(
+          SqlSchema.findOneOption({
+            Request: WorkspaceRef,
+            Result: OrganizationRow,
+            execute: (publicId) => sql`select * from organizations where public_id = ${publicId}`
+          }),
+          Effect.orDie
         ),
-        findByPublicId: Effect.fn("OrganizationsRepo.findByPublicId")((publicId: WorkspaceRef) =>
-          Effect.orDie(findByPublicId(publicId))
+        findBySlug: flow(
+          SqlSchema.findOneOption({
+            Request: Schema.String,
+            Result: OrganizationRow,
+            execute: (slug) => sql`select * from organizations where slug = ${slug}`
+          }),
+          Effect.orDie
         ),
-        findBySlug: Effect.fn("OrganizationsRepo.findBySlug")((slug: string) => Effect.orDie(findBySlug(slug))),
-        slugsStartingWith: Effect.fn("OrganizationsRepo.slugsStartingWith")((base: string) =>
-          slugFamily(base).pipe(Effect.map((rows) => rows.map((row) => row.slug)), Effect.orDie)
+        slugsStartingWith: flow(
+          SqlSchema.findAll({
+            Request: Schema.String,
+            Result: SlugRow,
+            execute: (base) => slugFamilyQuery(sql, "organizations", [], base)
+          }),
+          slugsOf,
+          Effect.orDie
         ),
-        listChildren: Effect.fn("OrganizationsRepo.listChildren")((accountPublicId: WorkspaceRef) =>
-          Effect.orDie(listChildren(accountPublicId))
+        listChildren: flow(
+          SqlSchema.findAll({
+            Request: WorkspaceRef,
+            Result: OrganizationRow,
+            execute: (accountPublicId) =>
+              sql`
+                select * from organizations
+                where account_id = ${accountPublicId} and not is_account_root
+                order by created_at desc, id desc`
+          }),
+          Effect.orDie
         ),
-        findEarliestOwnedAccountRoot: Effect.fn("OrganizationsRepo.findEarliestOwnedAccountRoot")((userId: UserId) =>
-          Effect.orDie(findEarliestOwnedAccountRoot(userId))
+        findEarliestOwnedAccountRoot: flow(
+          SqlSchema.findOneOption({
+            Request: UserId,
+            Result: OrganizationRow,
+            execute: (userId) =>
+              sql`
+                select o.* from role_bindings b join organizations o on o.id = b.org_id
+                where b.subject_type = 'user' and b.subject_id = ${userId}
+                  and b.role = 'owner' and b.scope_kind = 'organization' and o.is_account_root
+                order by o.created_at, o.id
+                limit 1`
+          }),
+          Effect.orDie
         ),
-        resolveForSubject: Effect.fn("OrganizationsRepo.resolveForSubject")((query: SubjectOnWorkspace) =>
-          resolveForSubject(query).pipe(
-            Effect.map(Option.flatMap(({ workspace }) => Option.fromNullOr(workspace))),
-            Effect.orDie
-          )
+        resolveForSubject: flow(
+          SqlSchema.findOneOption({
+            Request: SubjectOnWorkspace,
+            Result: ResolvedRow,
+            execute: ({ ref, subjectType, subjectId }) =>
+              sql.unsafe(subjectOnWorkspaceSql, [ref, subjectType, subjectId]).withoutTransform
+          }),
+          Effect.map(Option.flatMap(({ workspace }) => Option.fromNullOr(workspace))),
+          Effect.orDie
+        ),
+        // `for no key update` conflicts only with itself (and stronger locks): rows referencing the workspace can
+        // still be inserted meanwhile, their foreign-key checks take `for key share`.
+        lockWorkspace: flow(
+          SqlSchema.findOneOption({
+            Request: OrgId,
+            Result: LockedRow,
+            execute: (id) => sql`select id from organizations where id = ${id} for no key update`
+          }),
+          Effect.map(Option.isSome),
+          Effect.orDie
         )
       })
     })

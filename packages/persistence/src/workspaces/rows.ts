@@ -1,7 +1,9 @@
-/** The stored shapes of the workspaces area, shared by its three repositories (which read each other's tables). */
+/** The stored shapes of the workspaces area and its requests, shared by its repositories (which join each other). */
 import { Role } from "@cp/domain/access"
-import { MemberId, OrgId, WorkspaceRef } from "@cp/domain/ids"
-import { Schema } from "effect"
+import { OrgId, WorkspaceRef } from "@cp/domain/ids"
+import { Organization } from "@cp/domain/workspaces"
+import { Schema, Struct } from "effect"
+import { storedFields } from "../stored.ts"
 
 /** Who a member or a role binding is about. */
 export const SubjectType = Schema.Literals(["user", "service_principal"])
@@ -11,22 +13,11 @@ export type SubjectType = typeof SubjectType.Type
 export const ScopeKind = Schema.Literals(["organization", "project", "account"])
 export type ScopeKind = typeof ScopeKind.Type
 
-/** The only member status any flow sets today; reads filter on `active`, so a new status needs no query change. */
-export const MemberStatus = Schema.Literals(["active"])
-export type MemberStatus = typeof MemberStatus.Type
-
 /** A row of `organizations`: an account root or one of its child workspaces. */
 export const OrganizationRow = Schema.Struct({
-  id: OrgId,
-  /** The immutable public Workspace ID. */
+  ...storedFields(Struct.omit(Organization.fields, ["workspaceRef"])),
+  /** The immutable public Workspace ID (the API's `workspaceRef`). */
   publicId: WorkspaceRef,
-  name: Schema.String,
-  slug: Schema.String,
-  kind: Schema.String,
-  /** The `ws_` id of the account root; equals `publicId` exactly when `isAccountRoot`. */
-  accountId: WorkspaceRef,
-  isAccountRoot: Schema.Boolean,
-  createdAt: Schema.Date,
   updatedAt: Schema.Date
 })
 export type OrganizationRow = typeof OrganizationRow.Type
@@ -37,17 +28,6 @@ export const OrganizationFromJson = Schema.Struct({
   createdAt: Schema.DateFromMillis,
   updatedAt: Schema.DateFromMillis
 })
-
-/** A row of `members`: a subject's membership of one workspace. */
-export const MemberRow = Schema.Struct({
-  id: MemberId,
-  orgId: OrgId,
-  subjectType: SubjectType,
-  subjectId: Schema.String,
-  status: MemberStatus,
-  joinedAt: Schema.Date
-})
-export type MemberRow = typeof MemberRow.Type
 
 /** A row of `role_bindings`: one role a subject holds, the input of every access decision. */
 export const RoleBindingRow = Schema.Struct({
@@ -67,3 +47,27 @@ export type RoleBindingRow = typeof RoleBindingRow.Type
 
 /** A role binding inside a JSON aggregate, where the timestamp arrives as epoch milliseconds. */
 export const RoleBindingFromJson = Schema.Struct({ ...RoleBindingRow.fields, createdAt: Schema.DateFromMillis })
+
+/** A user or service principal, on no workspace in particular. */
+export const Subject = Schema.Struct({ subjectType: SubjectType, subjectId: Schema.String })
+export type Subject = typeof Subject.Type
+
+/** A subject on one workspace: its membership, or the role bindings it holds there. */
+export const SubjectInOrg = Schema.Struct({ orgId: OrgId, ...Subject.fields })
+export type SubjectInOrg = typeof SubjectInOrg.Type
+
+/** A subject on any of several workspaces (a child workspace and its account root, say). */
+export const SubjectInOrgs = Schema.Struct({ orgIds: Schema.Array(OrgId), ...Subject.fields })
+export type SubjectInOrgs = typeof SubjectInOrgs.Type
+
+/** Several subjects (of either type) on one workspace. */
+export const SubjectsInOrg = Schema.Struct({ orgId: OrgId, subjectIds: Schema.Array(Schema.String) })
+export type SubjectsInOrg = typeof SubjectsInOrg.Type
+
+/** One role on one workspace, whoever holds it. */
+export const RoleInOrg = Schema.Struct({ orgId: OrgId, role: Role })
+export type RoleInOrg = typeof RoleInOrg.Type
+
+/** A workspace reference in any spelling (`org_…`, `ws_…` or a slug) and the subject to resolve it for. */
+export const SubjectOnWorkspace = Schema.Struct({ ref: Schema.String, ...Subject.fields })
+export type SubjectOnWorkspace = typeof SubjectOnWorkspace.Type

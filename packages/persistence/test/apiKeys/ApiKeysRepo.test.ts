@@ -50,6 +50,24 @@ const seed = Effect.fnUntraced(function*(rows: (org: OrganizationRow) => Readonl
   return { org, keys }
 })
 
+/** Keys of a workspace (some of `project`, one of another project) and of another workspace, newest first. */
+const seededKeys = Effect.gen(function*() {
+  const project = newId(ProjectId, IdPrefix.project)
+  const { org, keys } = yield* seed((org) => [
+    keyRow(org, 1),
+    projectKey(org, 2, project),
+    keyRow(org, 3),
+    keyRow(org, 3),
+    projectKey(org, 4, newId(ProjectId, IdPrefix.project)),
+    projectKey(org, 5, project)
+  ])
+  yield* seed((other) => [keyRow(other, 6), projectKey(other, 6, project)])
+  const newestFirst = [...keys].sort((a, b) =>
+    b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
+  )
+  return { org, project, newestFirst }
+})
+
 class Abort extends Data.TaggedError("Abort")<{}> {}
 
 describeContract("ApiKeysRepo", repositories, (it) => {
@@ -59,8 +77,8 @@ describeContract("ApiKeysRepo", repositories, (it) => {
       const { org, keys: [key] } = yield* seed((org) => [keyRow(org, 0, { expiresAt: at(60) })])
       const other = yield* seed(() => [])
       if (key === undefined) return assert.fail("no key seeded")
-      assert.deepStrictEqual(yield* repo.findById(org.id, key.id), Option.some(key))
-      assert.isTrue(Option.isNone(yield* repo.findById(other.org.id, key.id)))
+      assert.deepStrictEqual(yield* repo.findById({ orgId: org.id, id: key.id }), Option.some(key))
+      assert.isTrue(Option.isNone(yield* repo.findById({ orgId: other.org.id, id: key.id })))
       assert.deepStrictEqual(yield* repo.findBySecretHash(key.secretHash), Option.some(key))
       assert.isTrue(Option.isNone(yield* repo.findBySecretHash("0".repeat(64))))
     }))
@@ -89,36 +107,30 @@ describeContract("ApiKeysRepo", repositories, (it) => {
         return yield* new Abort()
       })))
       assert.instanceOf(error, Abort)
-      assert.isTrue(Option.isNone(yield* repo.findById(org.id, key.id)))
+      assert.isTrue(Option.isNone(yield* repo.findById({ orgId: org.id, id: key.id })))
       // The principal went too: the same principal id inserts cleanly.
       yield* repo.insert(keyRow(org, 1, { servicePrincipalId: key.servicePrincipalId }))
     }))
 
-  it.effect("lists a workspace's keys newest first, by project, in keyset pages", () =>
+  it.effect("lists a workspace's keys newest first, in keyset pages", () =>
     Effect.gen(function*() {
       const repo = yield* ApiKeysRepo
-      const project = newId(ProjectId, IdPrefix.project)
-      const { org, keys } = yield* seed((org) => [
-        keyRow(org, 1),
-        projectKey(org, 2, project),
-        keyRow(org, 3),
-        keyRow(org, 3),
-        projectKey(org, 4, newId(ProjectId, IdPrefix.project)),
-        projectKey(org, 5, project)
-      ])
-      yield* seed((other) => [keyRow(other, 6), projectKey(other, 6, project)])
-      const newestFirst = [...keys].sort((a, b) =>
-        b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
-      )
+      const { org, newestFirst } = yield* seededKeys
       assert.deepStrictEqual(yield* repo.list({ orgId: org.id, limit: 10 }), newestFirst)
       const first = yield* repo.list({ orgId: org.id, limit: 3 })
       assert.deepStrictEqual(first, newestFirst.slice(0, 3))
       const last = first[2]
       if (last === undefined) return assert.fail("short page")
       assert.deepStrictEqual(
-        yield* repo.list({ orgId: org.id, limit: 10, after: { createdAt: last.createdAt, id: last.id } }),
+        yield* repo.list({ orgId: org.id, limit: 10, after: { at: last.createdAt, key: last.id } }),
         newestFirst.slice(3)
       )
+    }))
+
+  it.effect("lists only the keys of one project when asked", () =>
+    Effect.gen(function*() {
+      const repo = yield* ApiKeysRepo
+      const { org, project, newestFirst } = yield* seededKeys
       assert.deepStrictEqual(
         yield* repo.list({ orgId: org.id, projectId: project, limit: 10 }),
         newestFirst.filter((key) => key.projectId === project)
@@ -134,10 +146,13 @@ describeContract("ApiKeysRepo", repositories, (it) => {
       const repo = yield* ApiKeysRepo
       const { org, keys: [key] } = yield* seed((org) => [keyRow(org, 0)])
       if (key === undefined) return assert.fail("no key seeded")
-      assert.isTrue(yield* repo.revoke(key.id, at(10)))
-      assert.isFalse(yield* repo.revoke(key.id, at(20)))
-      assert.deepStrictEqual(yield* repo.findById(org.id, key.id), Option.some({ ...key, revokedAt: at(10) }))
-      assert.isFalse(yield* repo.revoke(Schema.decodeSync(ApiKeyId)(randomUUID()), at(10)))
+      assert.isTrue(yield* repo.revoke({ id: key.id, now: at(10) }))
+      assert.isFalse(yield* repo.revoke({ id: key.id, now: at(20) }))
+      assert.deepStrictEqual(
+        yield* repo.findById({ orgId: org.id, id: key.id }),
+        Option.some({ ...key, revokedAt: at(10) })
+      )
+      assert.isFalse(yield* repo.revoke({ id: Schema.decodeSync(ApiKeyId)(randomUUID()), now: at(10) }))
     }))
 
   it.effect("touchLastUsed writes when lastUsedAt is unset or stale, and not otherwise", () =>
@@ -145,15 +160,18 @@ describeContract("ApiKeysRepo", repositories, (it) => {
       const repo = yield* ApiKeysRepo
       const { org, keys: [key] } = yield* seed((org) => [keyRow(org, 0)])
       if (key === undefined) return assert.fail("no key seeded")
-      assert.isTrue(yield* repo.touchLastUsed(key.id, at(1), at(0)))
-      assert.isFalse(yield* repo.touchLastUsed(key.id, at(1.5), at(0.5)), "used 30 s ago: no write")
+      assert.isTrue(yield* repo.touchLastUsed({ id: key.id, now: at(1), staleBefore: at(0) }))
+      assert.isFalse(
+        yield* repo.touchLastUsed({ id: key.id, now: at(1.5), staleBefore: at(0.5) }),
+        "used 30 s ago: no write"
+      )
       assert.deepStrictEqual(
-        Option.map(yield* repo.findById(org.id, key.id), (row) => row.lastUsedAt),
+        Option.map(yield* repo.findById({ orgId: org.id, id: key.id }), (row) => row.lastUsedAt),
         Option.some(at(1))
       )
-      assert.isTrue(yield* repo.touchLastUsed(key.id, at(3), at(2)))
+      assert.isTrue(yield* repo.touchLastUsed({ id: key.id, now: at(3), staleBefore: at(2) }))
       assert.deepStrictEqual(
-        Option.map(yield* repo.findById(org.id, key.id), (row) => row.lastUsedAt),
+        Option.map(yield* repo.findById({ orgId: org.id, id: key.id }), (row) => row.lastUsedAt),
         Option.some(at(3))
       )
     }))

@@ -8,6 +8,7 @@ import { OAuthRepo, type OAuthStateRow } from "../../src/identity/OAuthRepo.ts"
 import { type SecurityEventRow, SecurityEventsRepo } from "../../src/identity/SecurityEventsRepo.ts"
 import { type SessionRow, SessionsRepo } from "../../src/identity/SessionsRepo.ts"
 import { type UserRow, UsersRepo } from "../../src/identity/UsersRepo.ts"
+import type { PagePosition } from "../../src/keyset.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
@@ -58,9 +59,9 @@ describeContract("UsersRepo", UsersRepo, (it) => {
       const repo = yield* UsersRepo
       const user = userRow({ displayName: "Ada" })
       yield* repo.insert(user)
-      const renamed = yield* repo.update(user.id, { lastOrgSlug: "personal" }, at(5))
+      const renamed = yield* repo.update({ id: user.id, lastOrgSlug: "personal", updatedAt: at(5) })
       assert.deepStrictEqual(renamed, { ...user, lastOrgSlug: "personal", updatedAt: at(5) })
-      const cleared = yield* repo.update(user.id, { displayName: null }, at(6))
+      const cleared = yield* repo.update({ id: user.id, displayName: null, updatedAt: at(6) })
       assert.deepStrictEqual(cleared, { ...user, lastOrgSlug: "personal", displayName: null, updatedAt: at(6) })
       assert.deepStrictEqual(yield* repo.findById(user.id), Option.some(cleared))
     }))
@@ -83,20 +84,30 @@ const challengeRow = (overrides: Partial<ChallengeRow> = {}): ChallengeRow => ({
 const MAX = 5
 
 describeContract("ChallengesRepo", ChallengesRepo, (it) => {
-  it.effect("stores a challenge and counts wrong codes atomically, never past the limit", () =>
+  it.effect("stores a challenge and finds it by id", () =>
     Effect.gen(function*() {
       const repo = yield* ChallengesRepo
       const challenge = challengeRow()
       yield* repo.insert(challenge)
       assert.deepStrictEqual(yield* repo.findById(challenge.id), Option.some(challenge))
-      assert.deepStrictEqual(yield* repo.recordFailure(challenge.id, MAX), Option.some(1))
-      const counts = yield* Effect.all([1, 2, 3, 4, 5, 6, 7].map(() => repo.recordFailure(challenge.id, MAX)), {
-        concurrency: 7
-      })
+    }))
+
+  it.effect("counts wrong codes atomically, never past the limit, and a challenge at the limit is not consumed", () =>
+    Effect.gen(function*() {
+      const repo = yield* ChallengesRepo
+      const challenge = challengeRow()
+      yield* repo.insert(challenge)
+      assert.deepStrictEqual(yield* repo.recordFailure({ id: challenge.id, maxFailures: MAX }), Option.some(1))
+      const counts = yield* Effect.all(
+        [1, 2, 3, 4, 5, 6, 7].map(() => repo.recordFailure({ id: challenge.id, maxFailures: MAX })),
+        {
+          concurrency: 7
+        }
+      )
       assert.deepStrictEqual(counts.flatMap(Option.toArray).sort((a, b) => a - b), [2, 3, 4, 5])
       assert.strictEqual(counts.filter(Option.isNone).length, 3)
       assert.strictEqual(Option.getOrThrow(yield* repo.findById(challenge.id)).failedAttempts, MAX)
-      assert.isFalse(yield* repo.consume(challenge.id, at(1), MAX))
+      assert.isFalse(yield* repo.consume({ id: challenge.id, now: at(1), maxFailures: MAX }))
     }))
 
   it.effect("consume succeeds once, and never on an expired challenge", () =>
@@ -106,15 +117,15 @@ describeContract("ChallengesRepo", ChallengesRepo, (it) => {
       const expired = challengeRow()
       yield* repo.insert(challenge)
       yield* repo.insert(expired)
-      assert.isFalse(yield* repo.consume(expired.id, expired.expiresAt, MAX))
-      assert.isTrue(yield* repo.consume(challenge.id, at(1), MAX))
-      assert.isFalse(yield* repo.consume(challenge.id, at(2), MAX))
-      assert.deepStrictEqual(yield* repo.recordFailure(challenge.id, MAX), Option.none())
+      assert.isFalse(yield* repo.consume({ id: expired.id, now: expired.expiresAt, maxFailures: MAX }))
+      assert.isTrue(yield* repo.consume({ id: challenge.id, now: at(1), maxFailures: MAX }))
+      assert.isFalse(yield* repo.consume({ id: challenge.id, now: at(2), maxFailures: MAX }))
+      assert.deepStrictEqual(yield* repo.recordFailure({ id: challenge.id, maxFailures: MAX }), Option.none())
       assert.deepStrictEqual(
         Option.map(yield* repo.findById(challenge.id), (row) => row.consumedAt),
         Option.some(at(1))
       )
-      assert.isFalse(yield* repo.consume(newId(ChallengeId, IdPrefix.challenge), at(1), MAX))
+      assert.isFalse(yield* repo.consume({ id: newId(ChallengeId, IdPrefix.challenge), now: at(1), maxFailures: MAX }))
     }))
 
   it.effect("a consume inside a failed transaction is undone", () =>
@@ -124,13 +135,13 @@ describeContract("ChallengesRepo", ChallengesRepo, (it) => {
       const challenge = challengeRow()
       yield* repo.insert(challenge)
       const error = yield* Effect.flip(withTransaction(Effect.gen(function*() {
-        assert.deepStrictEqual(yield* repo.recordFailure(challenge.id, MAX), Option.some(1))
-        assert.isTrue(yield* repo.consume(challenge.id, at(1), MAX))
+        assert.deepStrictEqual(yield* repo.recordFailure({ id: challenge.id, maxFailures: MAX }), Option.some(1))
+        assert.isTrue(yield* repo.consume({ id: challenge.id, now: at(1), maxFailures: MAX }))
         return yield* new Abort()
       })))
       assert.instanceOf(error, Abort)
       assert.deepStrictEqual(yield* repo.findById(challenge.id), Option.some(challenge))
-      assert.isTrue(yield* repo.consume(challenge.id, at(2), MAX))
+      assert.isTrue(yield* repo.consume({ id: challenge.id, now: at(2), maxFailures: MAX }))
     }))
 
   it.effect("exactly one of many concurrent consumers wins", () =>
@@ -138,7 +149,7 @@ describeContract("ChallengesRepo", ChallengesRepo, (it) => {
       const repo = yield* ChallengesRepo
       const challenge = challengeRow()
       yield* repo.insert(challenge)
-      assert.strictEqual(yield* racers(8, repo.consume(challenge.id, at(1), MAX)), 1)
+      assert.strictEqual(yield* racers(8, repo.consume({ id: challenge.id, now: at(1), maxFailures: MAX })), 1)
     }))
 })
 
@@ -171,10 +182,10 @@ describeContract(
         const session = sessionRow((yield* withUser).id)
         yield* repo.insert(session)
         assert.deepStrictEqual(yield* repo.findById(session.id), Option.some(session))
-        assert.isTrue(yield* repo.revoke(session.id, at(3)))
-        assert.isFalse(yield* repo.revoke(session.id, at(4)))
+        assert.isTrue(yield* repo.revoke({ id: session.id, now: at(3) }))
+        assert.isFalse(yield* repo.revoke({ id: session.id, now: at(4) }))
         assert.deepStrictEqual(yield* repo.findById(session.id), Option.some({ ...session, revokedAt: at(3) }))
-        assert.isFalse(yield* repo.revoke(newId(SessionId, IdPrefix.session), at(3)))
+        assert.isFalse(yield* repo.revoke({ id: newId(SessionId, IdPrefix.session), now: at(3) }))
       }))
 
     it.effect("findWithWorkspace reads the session with the workspace resolved for its user, by any reference", () =>
@@ -199,15 +210,25 @@ describeContract(
         })
         for (const ref of [child.id, child.publicId, child.slug]) {
           assert.deepStrictEqual(
-            yield* repo.findWithWorkspace(session.id, ref),
+            yield* repo.findWithWorkspace({ id: session.id, ref }),
             Option.some({ session, workspace: Option.some({ organization: child, bindings: [onRoot, onChild] }) })
           )
         }
+      }))
+
+    it.effect("findWithWorkspace: an unknown workspace is None beside the session; an unknown session is None", () =>
+      Effect.gen(function*() {
+        const repo = yield* SessionsRepo
+        const session = sessionRow((yield* withUser).id)
+        yield* repo.insert(session)
+        const root = accountRootRow("Acme")
+        yield* (yield* OrganizationsRepo).insert(root)
         assert.deepStrictEqual(
-          yield* repo.findWithWorkspace(session.id, `ws-${randomUUID()}`),
+          yield* repo.findWithWorkspace({ id: session.id, ref: `ws-${randomUUID()}` }),
           Option.some({ session, workspace: Option.none() })
         )
-        assert.isTrue(Option.isNone(yield* repo.findWithWorkspace(newId(SessionId, IdPrefix.session), child.id)))
+        const unknown = newId(SessionId, IdPrefix.session)
+        assert.isTrue(Option.isNone(yield* repo.findWithWorkspace({ id: unknown, ref: root.id })))
       }))
 
     it.effect("exactly one of many concurrent revokes wins", () =>
@@ -215,7 +236,7 @@ describeContract(
         const repo = yield* SessionsRepo
         const session = sessionRow((yield* withUser).id)
         yield* repo.insert(session)
-        assert.strictEqual(yield* racers(8, repo.revoke(session.id, at(1))), 1)
+        assert.strictEqual(yield* racers(8, repo.revoke({ id: session.id, now: at(1) })), 1)
       }))
   }
 )
@@ -261,6 +282,7 @@ describeContract(
         yield* repo.insert(event)
         assert.deepStrictEqual(yield* repo.listForUser({ userId: user.id, limit: 10 }), [event])
         const error = yield* Effect.flip(repo.insert(event))
+        assert.instanceOf(error, UniqueViolation)
         assert.strictEqual(error.constraint, "security_events_pkey")
       }))
 
@@ -273,7 +295,7 @@ describeContract(
         const alreadyOwned = eventRow(user.email, 2, { userId: someoneElse.id })
         const otherEmail = eventRow(someoneElse.email, 3)
         yield* Effect.forEach([before, alreadyOwned, otherEmail], repo.insert)
-        yield* repo.attachToEmail(user.email, user.id)
+        yield* repo.attachToEmail({ email: user.email, userId: user.id })
         assert.deepStrictEqual(yield* repo.listForUser({ userId: user.id, limit: 10 }), [{
           ...before,
           userId: user.id
@@ -292,7 +314,7 @@ describeContract(
           b.occurredAt.getTime() - a.occurredAt.getTime() || (a.id < b.id ? 1 : -1)
         )
         const walked: Array<SecurityEventRow> = []
-        let after: { readonly occurredAt: Date; readonly id: string } | undefined
+        let after: PagePosition | undefined
         for (;;) {
           const page = yield* repo.listForUser({ userId: user.id, limit: 3, ...(after === undefined ? {} : { after }) })
           const rows = page.slice(0, 2)
@@ -301,7 +323,7 @@ describeContract(
           if (walked.length === 2) yield* repo.insert(eventRow(user.email, 99, { userId: user.id }))
           const last = rows.at(-1)
           if (page.length <= 2 || last === undefined) break
-          after = { occurredAt: last.occurredAt, id: last.id }
+          after = { at: last.occurredAt, key: last.id }
         }
         assert.deepStrictEqual(walked.map((event) => event.id), expected.map((event) => event.id))
       }))
@@ -330,10 +352,11 @@ describeContract(
         const expired = stateRow()
         yield* repo.insertState(state)
         yield* repo.insertState(expired)
-        assert.deepStrictEqual(yield* repo.consumeState(state.id, at(1)), Option.some({ ...state, consumedAt: at(1) }))
-        assert.isTrue(Option.isNone(yield* repo.consumeState(state.id, at(2))))
-        assert.isTrue(Option.isNone(yield* repo.consumeState(expired.id, at(10))))
-        assert.isTrue(Option.isNone(yield* repo.consumeState(unique("nonce"), at(1))))
+        const consumed = yield* repo.consumeState({ id: state.id, now: at(1) })
+        assert.deepStrictEqual(consumed, Option.some({ ...state, consumedAt: at(1) }))
+        assert.isTrue(Option.isNone(yield* repo.consumeState({ id: state.id, now: at(2) })))
+        assert.isTrue(Option.isNone(yield* repo.consumeState({ id: expired.id, now: at(10) })))
+        assert.isTrue(Option.isNone(yield* repo.consumeState({ id: unique("nonce"), now: at(1) })))
       }))
 
     it.effect("exactly one of many concurrent callbacks consumes the state", () =>
@@ -341,7 +364,8 @@ describeContract(
         const repo = yield* OAuthRepo
         const state = stateRow()
         yield* repo.insertState(state)
-        assert.strictEqual(yield* racers(8, Effect.map(repo.consumeState(state.id, at(1)), Option.isSome)), 1)
+        const consume = Effect.map(repo.consumeState({ id: state.id, now: at(1) }), Option.isSome)
+        assert.strictEqual(yield* racers(8, consume), 1)
       }))
 
     it.effect("links a provider account once; a second link is a UniqueViolation on oauth_identities_pkey", () =>
@@ -360,8 +384,9 @@ describeContract(
           createdAt: at(0)
         }
         yield* repo.linkIdentity(identity)
-        assert.deepStrictEqual(yield* repo.findIdentity("acme", identity.subject), Option.some(identity))
-        assert.isTrue(Option.isNone(yield* repo.findIdentity("other", identity.subject)))
+        const found = yield* repo.findIdentity({ provider: "acme", subject: identity.subject })
+        assert.deepStrictEqual(found, Option.some(identity))
+        assert.isTrue(Option.isNone(yield* repo.findIdentity({ provider: "other", subject: identity.subject })))
         const error = yield* Effect.flip(repo.linkIdentity({ ...identity, userId: other.id }))
         assert.instanceOf(error, UniqueViolation)
         assert.strictEqual(error.constraint, "oauth_identities_pkey")

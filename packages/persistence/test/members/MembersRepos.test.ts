@@ -3,16 +3,17 @@
  * and invitations flows added to `MembersRepo` and `RoleBindingsRepo` (keyset pages, removal, owner lookup, the
  * per-workspace lock).
  */
-import type { WorkspaceRole } from "@cp/domain/access"
 import { IdPrefix, InvitationId, OrgId, ProjectId, UserId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
 import { Data, Deferred, Effect, Fiber, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
 import { UsersRepo } from "../../src/identity/UsersRepo.ts"
-import { type InvitationRow, InvitationsRepo } from "../../src/members/InvitationsRepo.ts"
+import type { PagePosition } from "../../src/keyset.ts"
+import { InvitationsRepo } from "../../src/members/InvitationsRepo.ts"
+import { MembersRepo } from "../../src/members/MembersRepo.ts"
+import type { InvitationRow } from "../../src/members/rows.ts"
 import { Transactor } from "../../src/Transactor.ts"
-import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
 import type { OrganizationRow } from "../../src/workspaces/rows.ts"
@@ -91,6 +92,59 @@ const newestFirst = <A extends { readonly createdAt: Date; readonly id: string }
 
 class Abort extends Data.TaggedError("Abort")<{}> {}
 
+/** Three pending invitations of one workspace, and a user to accept them. */
+const pendingInvitations = Effect.gen(function*() {
+  const org = yield* newOrg()
+  const [inviter, invitee] = [yield* newUser(), yield* newUser()]
+  const invitations = [invitationRow(org, inviter), invitationRow(org, inviter), invitationRow(org, inviter)] as const
+  yield* insertInvitations(invitations)
+  return { invitee, invitations }
+})
+
+/** When `invitationsOfEveryStatus` is listed. */
+const listedAt = at(50)
+
+/** A workspace's invitations in each status as of `listedAt`, and one of another workspace. */
+const invitationsOfEveryStatus = Effect.gen(function*() {
+  const [org, other] = [yield* newOrg(), yield* newOrg()]
+  const [inviter, invitee] = [yield* newUser(), yield* newUser()]
+  const rows = [
+    invitationRow(org, inviter, { createdAt: at(1), expiresAt: at(40) }), // expired by then
+    invitationRow(org, inviter, { createdAt: at(2), status: "accepted", acceptedAt: at(3), acceptedBy: invitee }),
+    invitationRow(org, inviter, { createdAt: at(2) }),
+    invitationRow(org, inviter, { createdAt: at(4), status: "revoked", revokedAt: at(5) }),
+    invitationRow(org, inviter, { createdAt: at(6), expiresAt: at(50) }), // expires exactly then
+    invitationRow(org, inviter, { createdAt: at(7) })
+  ]
+  yield* insertInvitations([...rows, invitationRow(other, inviter)])
+  return { org, rows, all: newestFirst(rows) }
+})
+
+/** Invitations to one address in two workspaces (three actionable), and what its list shows, newest first. */
+const invitationsToOneAddress = Effect.gen(function*() {
+  const [acme, globex] = [yield* newOrg(), yield* newOrg()]
+  const inviter = yield* newUser()
+  const email = freshEmail()
+  const mine = [
+    invitationRow(acme, inviter, { email, createdAt: at(1), role: "admin" }),
+    invitationRow(globex, inviter, { email, createdAt: at(2) }),
+    invitationRow(globex, inviter, { email, createdAt: at(3) })
+  ]
+  yield* insertInvitations([
+    ...mine,
+    invitationRow(acme, inviter, { email, createdAt: at(4), expiresAt: at(10) }),
+    invitationRow(acme, inviter, { email, createdAt: at(5), status: "revoked", revokedAt: at(6) }),
+    invitationRow(acme, inviter, { createdAt: at(7) })
+  ])
+  const orgOf = (org: OrganizationRow) => ({ id: org.id, name: org.name, slug: org.slug, publicId: org.publicId })
+  const expected = [
+    { invitation: mine[2]!, org: orgOf(globex) },
+    { invitation: mine[1]!, org: orgOf(globex) },
+    { invitation: mine[0]!, org: orgOf(acme) }
+  ]
+  return { email, now: at(10), expected }
+})
+
 describeContract("InvitationsRepo", repositories, (it) => {
   it.effect("finds an invitation by id and by token hash; a reused token hash is a UniqueViolation", () =>
     Effect.gen(function*() {
@@ -136,115 +190,106 @@ describeContract("InvitationsRepo", repositories, (it) => {
       })
       const pending = invitationRow(org, inviter, { email, createdAt: at(5), expiresAt: at(100) })
       yield* insertInvitations([older, pending, invitationRow(other, inviter, { email: freshEmail() })])
-      assert.deepStrictEqual(yield* repo.findPending(org.id, email, at(99)), Option.some(pending))
-      assert.isTrue(Option.isNone(yield* repo.findPending(org.id, email, at(100))), "not at its expiry")
-      assert.isTrue(Option.isNone(yield* repo.findPending(other.id, email, at(0))))
-      assert.isTrue(Option.isNone(yield* repo.findPending(org.id, freshEmail(), at(0))))
+      assert.deepStrictEqual(yield* repo.findPending({ orgId: org.id, email, now: at(99) }), Option.some(pending))
+      assert.isTrue(Option.isNone(yield* repo.findPending({ orgId: org.id, email, now: at(100) })), "not at its expiry")
+      assert.isTrue(Option.isNone(yield* repo.findPending({ orgId: other.id, email, now: at(0) })))
+      assert.isTrue(Option.isNone(yield* repo.findPending({ orgId: org.id, email: freshEmail(), now: at(0) })))
     }))
 
-  it.effect("accept and revoke end a pending, unexpired invitation once; never an expired or ended one", () =>
+  it.effect("accept ends a pending, unexpired invitation once, and then it is not revoked", () =>
     Effect.gen(function*() {
       const repo = yield* InvitationsRepo
-      const org = yield* newOrg()
-      const [inviter, invitee] = [yield* newUser(), yield* newUser()]
-      const [a, b, c] = [invitationRow(org, inviter), invitationRow(org, inviter), invitationRow(org, inviter)]
-      yield* insertInvitations([a, b, c])
-
-      const accepted = yield* repo.accept(a.id, at(1), invitee)
+      const { invitee, invitations: [a] } = yield* pendingInvitations
+      const accepted = yield* repo.accept({ id: a.id, now: at(1), userId: invitee })
       const expected = { ...a, status: "accepted" as const, acceptedAt: at(1), acceptedBy: invitee }
       assert.deepStrictEqual(accepted, Option.some(expected))
       assert.deepStrictEqual(yield* repo.findById(a.id), accepted)
-      assert.isTrue(Option.isNone(yield* repo.accept(a.id, at(2), invitee)), "accepted once")
-      assert.isTrue(Option.isNone(yield* repo.revoke(a.id, at(2))), "an accepted invitation is not revoked")
-
-      const revoked = yield* repo.revoke(b.id, at(3))
-      assert.deepStrictEqual(revoked, Option.some({ ...b, status: "revoked" as const, revokedAt: at(3) }))
-      assert.isTrue(Option.isNone(yield* repo.revoke(b.id, at(4))), "revoked once")
-      assert.isTrue(Option.isNone(yield* repo.accept(b.id, at(4), invitee)), "a revoked invitation is not accepted")
-
-      // At its expiry, neither.
-      assert.isTrue(Option.isNone(yield* repo.accept(c.id, c.expiresAt, invitee)))
-      assert.isTrue(Option.isNone(yield* repo.revoke(c.id, c.expiresAt)))
-      assert.deepStrictEqual(yield* repo.findById(c.id), Option.some(c))
-      assert.isTrue(Option.isNone(yield* repo.accept(newId(InvitationId, IdPrefix.invitation), at(1), invitee)))
+      assert.isTrue(Option.isNone(yield* repo.accept({ id: a.id, now: at(2), userId: invitee })), "accepted once")
+      const revokeAccepted = yield* repo.revoke({ id: a.id, now: at(2) })
+      assert.isTrue(Option.isNone(revokeAccepted), "an accepted invitation is not revoked")
+      const unknown = newId(InvitationId, IdPrefix.invitation)
+      assert.isTrue(Option.isNone(yield* repo.accept({ id: unknown, now: at(1), userId: invitee })))
     }))
 
-  it.effect("listPage: a workspace's invitations newest first, keyset pages, and each status as of now", () =>
+  it.effect("revoke ends a pending, unexpired invitation once, and then it is not accepted", () =>
     Effect.gen(function*() {
       const repo = yield* InvitationsRepo
-      const [org, other] = [yield* newOrg(), yield* newOrg()]
-      const [inviter, invitee] = [yield* newUser(), yield* newUser()]
-      const now = at(50)
-      const rows = [
-        invitationRow(org, inviter, { createdAt: at(1), expiresAt: at(40) }), // expired by now
-        invitationRow(org, inviter, { createdAt: at(2), status: "accepted", acceptedAt: at(3), acceptedBy: invitee }),
-        invitationRow(org, inviter, { createdAt: at(2) }),
-        invitationRow(org, inviter, { createdAt: at(4), status: "revoked", revokedAt: at(5) }),
-        invitationRow(org, inviter, { createdAt: at(6), expiresAt: at(50) }), // expires exactly now
-        invitationRow(org, inviter, { createdAt: at(7) })
-      ]
-      yield* insertInvitations([...rows, invitationRow(other, inviter)])
-      const all = newestFirst(rows)
-      assert.deepStrictEqual(yield* repo.listPage({ orgId: org.id, now, limit: 100 }), all)
+      const { invitee, invitations: [, b] } = yield* pendingInvitations
+      const revoked = yield* repo.revoke({ id: b.id, now: at(3) })
+      assert.deepStrictEqual(revoked, Option.some({ ...b, status: "revoked" as const, revokedAt: at(3) }))
+      assert.isTrue(Option.isNone(yield* repo.revoke({ id: b.id, now: at(4) })), "revoked once")
+      const acceptRevoked = yield* repo.accept({ id: b.id, now: at(4), userId: invitee })
+      assert.isTrue(Option.isNone(acceptRevoked), "a revoked invitation is not accepted")
+    }))
 
-      // Page by page with keyset positions: every row exactly once.
+  it.effect("at its expiry an invitation is neither accepted nor revoked", () =>
+    Effect.gen(function*() {
+      const repo = yield* InvitationsRepo
+      const { invitee, invitations: [, , c] } = yield* pendingInvitations
+      assert.isTrue(Option.isNone(yield* repo.accept({ id: c.id, now: c.expiresAt, userId: invitee })))
+      assert.isTrue(Option.isNone(yield* repo.revoke({ id: c.id, now: c.expiresAt })))
+      assert.deepStrictEqual(yield* repo.findById(c.id), Option.some(c))
+    }))
+
+  it.effect("listPage lists a workspace's invitations newest first", () =>
+    Effect.gen(function*() {
+      const repo = yield* InvitationsRepo
+      const { org, all } = yield* invitationsOfEveryStatus
+      assert.deepStrictEqual(yield* repo.listPage({ orgId: org.id, now: listedAt, limit: 100 }), all)
+    }))
+
+  it.effect("listPage walks every invitation exactly once by keyset positions", () =>
+    Effect.gen(function*() {
+      const repo = yield* InvitationsRepo
+      const { org, all } = yield* invitationsOfEveryStatus
       const walked: Array<InvitationRow> = []
-      let after: { createdAt: Date; id: string } | undefined = undefined
+      let after: PagePosition | undefined = undefined
       for (;;) {
         const page: ReadonlyArray<InvitationRow> = yield* repo.listPage({
           orgId: org.id,
-          now,
+          now: listedAt,
           limit: 2,
           ...(after === undefined ? {} : { after })
         })
         walked.push(...page)
         const last = page[page.length - 1]
         if (page.length < 2 || last === undefined) break
-        after = { createdAt: last.createdAt, id: last.id }
+        after = { at: last.createdAt, key: last.id }
       }
       assert.deepStrictEqual(ids(walked), ids(all))
+    }))
 
+  it.effect("listPage filters by each status as of now: pending is unexpired, expired is pending past it", () =>
+    Effect.gen(function*() {
+      const repo = yield* InvitationsRepo
+      const { org, rows } = yield* invitationsOfEveryStatus
       const byStatus = (status: "pending" | "accepted" | "revoked" | "expired") =>
-        repo.listPage({ orgId: org.id, now, status, limit: 100 }).pipe(Effect.map(ids))
+        repo.listPage({ orgId: org.id, now: listedAt, status, limit: 100 }).pipe(Effect.map(ids))
       assert.deepStrictEqual(yield* byStatus("pending"), ids(newestFirst([rows[5]!, rows[2]!])))
       assert.deepStrictEqual(yield* byStatus("expired"), ids(newestFirst([rows[4]!, rows[0]!])))
       assert.deepStrictEqual(yield* byStatus("accepted"), [rows[1]!.id])
       assert.deepStrictEqual(yield* byStatus("revoked"), [rows[3]!.id])
     }))
 
-  it.effect("listPendingForEmail: the address's actionable invitations in every workspace, with the workspace", () =>
+  it.effect("listPendingForEmail lists the address's actionable invitations in every workspace, with it", () =>
     Effect.gen(function*() {
       const repo = yield* InvitationsRepo
-      const [acme, globex] = [yield* newOrg(), yield* newOrg()]
-      const inviter = yield* newUser()
-      const email = freshEmail()
-      const now = at(10)
-      const mine = [
-        invitationRow(acme, inviter, { email, createdAt: at(1), role: "admin" as WorkspaceRole }),
-        invitationRow(globex, inviter, { email, createdAt: at(2) }),
-        invitationRow(globex, inviter, { email, createdAt: at(3) })
-      ]
-      yield* insertInvitations([
-        ...mine,
-        invitationRow(acme, inviter, { email, createdAt: at(4), expiresAt: at(10) }),
-        invitationRow(acme, inviter, { email, createdAt: at(5), status: "revoked", revokedAt: at(6) }),
-        invitationRow(acme, inviter, { createdAt: at(7) })
-      ])
-      const orgOf = (org: OrganizationRow) => ({ id: org.id, name: org.name, slug: org.slug, publicId: org.publicId })
-      const expected = [
-        { invitation: mine[2]!, org: orgOf(globex) },
-        { invitation: mine[1]!, org: orgOf(globex) },
-        { invitation: mine[0]!, org: orgOf(acme) }
-      ]
+      const { email, now, expected } = yield* invitationsToOneAddress
       assert.deepStrictEqual(yield* repo.listPendingForEmail({ email, now, limit: 10 }), expected)
+      assert.deepStrictEqual(yield* repo.listPendingForEmail({ email: freshEmail(), now, limit: 10 }), [])
+    }))
+
+  it.effect("listPendingForEmail pages by keyset", () =>
+    Effect.gen(function*() {
+      const repo = yield* InvitationsRepo
+      const { email, now, expected } = yield* invitationsToOneAddress
       const first = yield* repo.listPendingForEmail({ email, now, limit: 2 })
       assert.deepStrictEqual(first, expected.slice(0, 2))
       const last = first[1]!.invitation
       assert.deepStrictEqual(
-        yield* repo.listPendingForEmail({ email, now, limit: 2, after: { createdAt: last.createdAt, id: last.id } }),
+        yield* repo.listPendingForEmail({ email, now, limit: 2, after: { at: last.createdAt, key: last.id } }),
         expected.slice(2)
       )
-      assert.deepStrictEqual(yield* repo.listPendingForEmail({ email: freshEmail(), now, limit: 10 }), [])
     }))
 })
 
@@ -255,12 +300,12 @@ describeContract("MembersRepo (members and invitations)", repositories, (it) => 
       const [org, other] = [yield* newOrg(), yield* newOrg()]
       const member = memberRow(org, yield* newUser(), 1)
       yield* repo.insert(member)
-      assert.deepStrictEqual(yield* repo.findById(org.id, member.id), Option.some(member))
-      assert.isTrue(Option.isNone(yield* repo.findById(other.id, member.id)))
-      assert.isFalse(yield* repo.remove(other.id, member.id), "not from another workspace")
-      assert.isTrue(yield* repo.remove(org.id, member.id))
-      assert.isFalse(yield* repo.remove(org.id, member.id))
-      assert.isTrue(Option.isNone(yield* repo.findById(org.id, member.id)))
+      assert.deepStrictEqual(yield* repo.findById({ orgId: org.id, id: member.id }), Option.some(member))
+      assert.isTrue(Option.isNone(yield* repo.findById({ orgId: other.id, id: member.id })))
+      assert.isFalse(yield* repo.remove({ orgId: other.id, id: member.id }), "not from another workspace")
+      assert.isTrue(yield* repo.remove({ orgId: org.id, id: member.id }))
+      assert.isFalse(yield* repo.remove({ orgId: org.id, id: member.id }))
+      assert.isTrue(Option.isNone(yield* repo.findById({ orgId: org.id, id: member.id })))
       // The subject may join again.
       yield* repo.insert(memberRow(org, member.subjectId, 2))
     }))
@@ -284,14 +329,14 @@ describeContract("MembersRepo (members and invitations)", repositories, (it) => 
       assert.deepStrictEqual(first, expected.slice(0, 3))
       const last = first[2]!
       assert.deepStrictEqual(
-        yield* repo.listPage({ orgId: org.id, limit: 3, after: { joinedAt: last.joinedAt, id: last.id } }),
+        yield* repo.listPage({ orgId: org.id, limit: 3, after: { at: last.joinedAt, key: last.id } }),
         expected.slice(3)
       )
     }))
 
-  it.effect("lockWorkspace: true for a known workspace, and membership changes under it run one at a time", () =>
+  it.effect("OrganizationsRepo.lockWorkspace: true for a known workspace, and changes under it run one at a time", () =>
     Effect.gen(function*() {
-      const repo = yield* MembersRepo
+      const repo = yield* OrganizationsRepo
       const { withTransaction } = yield* Transactor
       const org = yield* newOrg()
       assert.isFalse(yield* withTransaction(repo.lockWorkspace(newId(OrgId, IdPrefix.org))))
@@ -313,52 +358,79 @@ describeContract("MembersRepo (members and invitations)", repositories, (it) => 
     }))
 })
 
+/** Bindings of three users and a key on a workspace (one project-scoped), and two on another workspace. */
+const seededBindings = Effect.gen(function*() {
+  const [org, other] = [yield* newOrg(), yield* newOrg()]
+  const [ada, bob, cy] = [yield* newUser(), yield* newUser(), yield* newUser()]
+  const project = { scopeKind: "project" as const, scopeRef: newId(ProjectId, IdPrefix.project) }
+  const rows = [
+    bindingRow(org, ada, "owner", { createdAt: at(1) }),
+    bindingRow(org, bob, "viewer", { createdAt: at(2) }),
+    bindingRow(org, bob, "project_admin", { ...project, createdAt: at(3) }),
+    bindingRow(org, cy, "owner", { createdAt: at(4) }),
+    bindingRow(org, "sp_key", "owner", { subjectType: "service_principal", createdAt: at(5) }),
+    bindingRow(other, ada, "viewer", { createdAt: at(6) }),
+    bindingRow(other, bob, "owner", { createdAt: at(7) })
+  ] as const
+  yield* Effect.forEach(rows, (yield* RoleBindingsRepo).insert, { discard: true })
+  return { org, other, ada, bob, rows }
+})
+
+/** Two bindings of `ada` on a workspace (granted out of insertion order), one of `bob`, one of `ada` elsewhere. */
+const bindingsToRemove = Effect.gen(function*() {
+  const [org, other] = [yield* newOrg(), yield* newOrg()]
+  const [ada, bob] = [yield* newUser(), yield* newUser()]
+  const rows = [
+    bindingRow(org, ada, "admin", { createdAt: at(2) }),
+    bindingRow(org, ada, "billing_admin", { createdAt: at(1) }),
+    bindingRow(org, bob, "viewer"),
+    bindingRow(other, ada, "owner")
+  ] as const
+  yield* Effect.forEach(rows, (yield* RoleBindingsRepo).insert, { discard: true })
+  const subject = (orgId: OrgId, subjectId: string) => ({ orgId, subjectType: "user" as const, subjectId })
+  return { rows, ada: subject(org.id, ada), bob: subject(org.id, bob), adaElsewhere: subject(other.id, ada) }
+})
+
 describeContract("RoleBindingsRepo (members and invitations)", repositories, (it) => {
-  it.effect("lists the bindings of several subjects on one workspace, and a role's holders there", () =>
+  it.effect("listForSubjectsInOrg lists the bindings of several subjects on one workspace, in grant order", () =>
     Effect.gen(function*() {
       const repo = yield* RoleBindingsRepo
-      const [org, other] = [yield* newOrg(), yield* newOrg()]
-      const [ada, bob, cy] = [yield* newUser(), yield* newUser(), yield* newUser()]
-      const project = { scopeKind: "project" as const, scopeRef: newId(ProjectId, IdPrefix.project) }
-      const rows = [
-        bindingRow(org, ada, "owner", { createdAt: at(1) }),
-        bindingRow(org, bob, "viewer", { createdAt: at(2) }),
-        bindingRow(org, bob, "project_admin", { ...project, createdAt: at(3) }),
-        bindingRow(org, cy, "owner", { createdAt: at(4) }),
-        bindingRow(org, "sp_key", "owner", { subjectType: "service_principal", createdAt: at(5) }),
-        bindingRow(other, ada, "viewer", { createdAt: at(6) }),
-        bindingRow(other, bob, "owner", { createdAt: at(7) })
-      ] as const
-      yield* Effect.forEach(rows, repo.insert, { discard: true })
-      assert.deepStrictEqual(yield* repo.listForSubjectsInOrg(org.id, [ada, bob]), [rows[0], rows[1], rows[2]])
-      assert.deepStrictEqual(yield* repo.listForSubjectsInOrg(org.id, []), [])
-      assert.deepStrictEqual(yield* repo.listByRoleInOrg(org.id, "owner"), [rows[0], rows[3], rows[4]])
-      assert.deepStrictEqual(yield* repo.listByRoleInOrg(other.id, "owner"), [rows[6]])
-      assert.deepStrictEqual(yield* repo.listByRoleInOrg(org.id, "admin"), [])
+      const { org, ada, bob, rows } = yield* seededBindings
+      const subjectIds = [ada, bob]
+      assert.deepStrictEqual(yield* repo.listForSubjectsInOrg({ orgId: org.id, subjectIds }), [
+        rows[0],
+        rows[1],
+        rows[2]
+      ])
+      assert.deepStrictEqual(yield* repo.listForSubjectsInOrg({ orgId: org.id, subjectIds: [] }), [])
     }))
 
-  it.effect("removeForSubject deletes the subject's bindings on one workspace only, inside the transaction", () =>
+  it.effect("listByRoleInOrg lists a role's holders on one workspace, in grant order", () =>
+    Effect.gen(function*() {
+      const repo = yield* RoleBindingsRepo
+      const { org, other, rows } = yield* seededBindings
+      assert.deepStrictEqual(yield* repo.listByRoleInOrg({ orgId: org.id, role: "owner" }), [rows[0], rows[3], rows[4]])
+      assert.deepStrictEqual(yield* repo.listByRoleInOrg({ orgId: other.id, role: "owner" }), [rows[6]])
+      assert.deepStrictEqual(yield* repo.listByRoleInOrg({ orgId: org.id, role: "admin" }), [])
+    }))
+
+  it.effect("removeForSubject is undone with a failed transaction", () =>
     Effect.gen(function*() {
       const repo = yield* RoleBindingsRepo
       const { withTransaction } = yield* Transactor
-      const [org, other] = [yield* newOrg(), yield* newOrg()]
-      const [ada, bob] = [yield* newUser(), yield* newUser()]
-      const rows = [
-        bindingRow(org, ada, "admin", { createdAt: at(2) }),
-        bindingRow(org, ada, "billing_admin", { createdAt: at(1) }),
-        bindingRow(org, bob, "viewer"),
-        bindingRow(other, ada, "owner")
-      ] as const
-      yield* Effect.forEach(rows, repo.insert, { discard: true })
+      const { rows, ada } = yield* bindingsToRemove
+      yield* Effect.flip(withTransaction(Effect.andThen(repo.removeForSubject(ada), new Abort())))
+      assert.deepStrictEqual(yield* repo.listForSubject(ada), [rows[1], rows[0]])
+    }))
 
-      // Undone with a failed transaction.
-      yield* Effect.flip(withTransaction(Effect.andThen(repo.removeForSubject(org.id, "user", ada), new Abort())))
-      assert.deepStrictEqual(yield* repo.listForSubject(org.id, "user", ada), [rows[1], rows[0]])
-
-      assert.deepStrictEqual(yield* repo.removeForSubject(org.id, "user", ada), [rows[1], rows[0]])
-      assert.deepStrictEqual(yield* repo.listForSubject(org.id, "user", ada), [])
-      assert.deepStrictEqual(yield* repo.listForSubject(org.id, "user", bob), [rows[2]])
-      assert.deepStrictEqual(yield* repo.listForSubject(other.id, "user", ada), [rows[3]])
-      assert.deepStrictEqual(yield* repo.removeForSubject(org.id, "user", ada), [])
+  it.effect("removeForSubject deletes the subject's bindings on one workspace only, in grant order", () =>
+    Effect.gen(function*() {
+      const repo = yield* RoleBindingsRepo
+      const { rows, ada, bob, adaElsewhere } = yield* bindingsToRemove
+      assert.deepStrictEqual(yield* repo.removeForSubject(ada), [rows[1], rows[0]])
+      assert.deepStrictEqual(yield* repo.listForSubject(ada), [])
+      assert.deepStrictEqual(yield* repo.listForSubject(bob), [rows[2]])
+      assert.deepStrictEqual(yield* repo.listForSubject(adaElsewhere), [rows[3]])
+      assert.deepStrictEqual(yield* repo.removeForSubject(ada), [])
     }))
 })

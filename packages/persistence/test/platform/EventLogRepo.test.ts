@@ -121,7 +121,7 @@ describeContract("EventLogRepo", EventLogRepo, (it) => {
         const rows = yield* log.listAudit({
           orgId,
           limit: 2,
-          ...(after === undefined ? {} : { after: { occurredAt: after.occurredAt, id: after.id } })
+          ...(after === undefined ? {} : { after: { at: after.occurredAt, key: after.id } })
         })
         pages.push(...rows.map((a) => a.id))
         after = rows.at(-1)

@@ -8,7 +8,9 @@ import { assert } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { EntitlementsRepo } from "../../src/entitlements/EntitlementsRepo.ts"
-import { EnvironmentsRepo, ProjectsRepo } from "../../src/projects/ProjectsRepo.ts"
+import { UniqueViolation } from "../../src/errors.ts"
+import { EnvironmentsRepo } from "../../src/projects/EnvironmentsRepo.ts"
+import { ProjectsRepo } from "../../src/projects/ProjectsRepo.ts"
 import type { EnvironmentRow, ProjectRow } from "../../src/projects/rows.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
@@ -65,72 +67,140 @@ const setup = Effect.gen(function*() {
 })
 
 describeContract("ProjectsRepo", implementations, (it) => {
-  it.effect("insert, findById scoped to the workspace, slug conflicts, slug family, list newest first", () =>
+  it.effect("findById finds a project in its own workspace only", () =>
+    Effect.gen(function*() {
+      const projects = yield* ProjectsRepo
+      const [org, other] = [yield* setup, yield* setup]
+      const a = projectRow(org, 1)
+      yield* projects.insert(a)
+      assert.deepStrictEqual(yield* projects.findById({ orgId: org.id, projectId: a.id }), Option.some(a))
+      assert.isTrue(Option.isNone(yield* projects.findById({ orgId: other.id, projectId: a.id })))
+    }))
+
+  it.effect("a slug is unique within its workspace only", () =>
+    Effect.gen(function*() {
+      const projects = yield* ProjectsRepo
+      const [org, other] = [yield* setup, yield* setup]
+      yield* projects.insert(projectRow(org, 1, { slug: "web" }))
+      const dup = yield* Effect.flip(projects.insert(projectRow(org, 3, { slug: "web" })))
+      assert.instanceOf(dup, UniqueViolation)
+      assert.strictEqual(dup.constraint, "projects_org_slug_key")
+      yield* projects.insert(projectRow(other, 3, { slug: "web" }))
+    }))
+
+  it.effect("slugsStartingWith lists the workspace's base slug and its numeric suffixes", () =>
     Effect.gen(function*() {
       const projects = yield* ProjectsRepo
       const org = yield* setup
-      const other = yield* setup
-      const a = projectRow(org, 1, { slug: "web" })
-      const b = projectRow(org, 2, { slug: "web-2" })
-      yield* projects.insert(a).pipe(Effect.orDie)
-      yield* projects.insert(b).pipe(Effect.orDie)
-      assert.deepStrictEqual(yield* projects.findById(org.id, a.id), Option.some(a))
-      assert.isTrue(Option.isNone(yield* projects.findById(other.id, a.id)))
-      const dup = yield* Effect.flip(projects.insert(projectRow(org, 3, { slug: "web" })))
-      assert.strictEqual(dup.constraint, "projects_org_slug_key")
-      yield* projects.insert(projectRow(other, 3, { slug: "web" })).pipe(Effect.orDie)
-      assert.deepStrictEqual([...(yield* projects.slugsStartingWith(org.id, "web"))].sort(), ["web", "web-2"])
-      assert.deepStrictEqual((yield* projects.list(org.id, { limit: 10 })).map((p) => p.id), [b.id, a.id])
-      assert.deepStrictEqual(
-        (yield* projects.list(org.id, { limit: 10, after: { at: b.createdAt, key: b.id } })).map((p) => p.id),
-        [a.id]
-      )
+      yield* projects.insert(projectRow(org, 1, { slug: "web" }))
+      yield* projects.insert(projectRow(org, 2, { slug: "web-2" }))
+      const family = yield* projects.slugsStartingWith({ orgId: org.id, base: "web" })
+      assert.deepStrictEqual([...family].sort(), ["web", "web-2"])
     }))
 
-  it.effect("archive and restore are guarded transitions; countActive counts active only", () =>
+  it.effect("list pages the workspace's projects newest first by keyset", () =>
+    Effect.gen(function*() {
+      const projects = yield* ProjectsRepo
+      const org = yield* setup
+      const [a, b] = [projectRow(org, 1), projectRow(org, 2)]
+      yield* projects.insert(a)
+      yield* projects.insert(b)
+      assert.deepStrictEqual((yield* projects.list({ orgId: org.id, limit: 10 })).map((p) => p.id), [b.id, a.id])
+      const after = { at: b.createdAt, key: b.id }
+      assert.deepStrictEqual((yield* projects.list({ orgId: org.id, limit: 10, after })).map((p) => p.id), [a.id])
+    }))
+
+  it.effect("archive is a guarded transition from active, under the workspace lock", () =>
     Effect.gen(function*() {
       const projects = yield* ProjectsRepo
       const tx = yield* Transactor
       const org = yield* setup
       const a = projectRow(org, 1)
-      yield* projects.insert(a).pipe(Effect.orDie)
-      yield* projects.insert(projectRow(org, 2)).pipe(Effect.orDie)
-      assert.strictEqual(yield* projects.countActive(org.id), 2)
+      yield* projects.insert(a)
       const archived = yield* tx.withTransaction(
-        Effect.andThen(projects.lockWorkspace(org.id), projects.archive(org.id, a.id, at(5)))
+        Effect.andThen(
+          (yield* OrganizationsRepo).lockWorkspace(org.id),
+          projects.archive({ orgId: org.id, projectId: a.id, at: at(5) })
+        )
       )
       assert.deepInclude(Option.getOrThrow(archived), { status: "archived", archivedAt: at(5) })
-      assert.isTrue(Option.isNone(yield* projects.archive(org.id, a.id, at(6))))
-      assert.strictEqual(yield* projects.countActive(org.id), 1)
-      const restored = yield* projects.restore(org.id, a.id, at(7))
-      assert.deepInclude(Option.getOrThrow(restored), { status: "active", archivedAt: null })
-      assert.isTrue(Option.isNone(yield* projects.restore(org.id, a.id, at(8))))
-      assert.strictEqual(yield* projects.countActive(org.id), 2)
+      assert.isTrue(Option.isNone(yield* projects.archive({ orgId: org.id, projectId: a.id, at: at(6) })))
     }))
 
-  it.effect("environments: scoped lookup, slug per project, archive, markActive", () =>
+  it.effect("restore is a guarded transition from archived", () =>
     Effect.gen(function*() {
       const projects = yield* ProjectsRepo
-      const environments = yield* EnvironmentsRepo
       const org = yield* setup
-      const p = projectRow(org, 1)
-      const q = projectRow(org, 2)
-      yield* projects.insert(p).pipe(Effect.orDie)
-      yield* projects.insert(q).pipe(Effect.orDie)
-      const e = environmentRow(p, at(3), { slug: "staging" })
-      yield* environments.insert(e).pipe(Effect.orDie)
-      yield* environments.insert(environmentRow(q, at(3), { slug: "staging" })).pipe(Effect.orDie)
+      const a = projectRow(org, 1, { status: "archived", archivedAt: at(1) })
+      yield* projects.insert(a)
+      const restored = yield* projects.restore({ orgId: org.id, projectId: a.id, at: at(7) })
+      assert.deepInclude(Option.getOrThrow(restored), { status: "active", archivedAt: null })
+      assert.isTrue(Option.isNone(yield* projects.restore({ orgId: org.id, projectId: a.id, at: at(8) })))
+    }))
+
+  it.effect("countActive counts the workspace's active projects only", () =>
+    Effect.gen(function*() {
+      const projects = yield* ProjectsRepo
+      const org = yield* setup
+      const a = projectRow(org, 1)
+      yield* projects.insert(a)
+      yield* projects.insert(projectRow(org, 2))
+      assert.strictEqual(yield* projects.countActive(org.id), 2)
+      yield* projects.archive({ orgId: org.id, projectId: a.id, at: at(5) })
+      assert.strictEqual(yield* projects.countActive(org.id), 1)
+      yield* projects.restore({ orgId: org.id, projectId: a.id, at: at(7) })
+      assert.strictEqual(yield* projects.countActive(org.id), 2)
+    }))
+})
+
+/** A workspace with two projects, `p` and `q`. */
+const twoProjects = Effect.gen(function*() {
+  const projects = yield* ProjectsRepo
+  const org = yield* setup
+  const [p, q] = [projectRow(org, 1), projectRow(org, 2)]
+  yield* projects.insert(p)
+  yield* projects.insert(q)
+  return { org, p, q }
+})
+
+describeContract("EnvironmentsRepo", implementations, (it) => {
+  it.effect("a slug is unique within its project only", () =>
+    Effect.gen(function*() {
+      const environments = yield* EnvironmentsRepo
+      const { p, q } = yield* twoProjects
+      yield* environments.insert(environmentRow(p, at(3), { slug: "staging" }))
+      yield* environments.insert(environmentRow(q, at(3), { slug: "staging" }))
       const dup = yield* Effect.flip(environments.insert(environmentRow(p, at(4), { slug: "staging" })))
+      assert.instanceOf(dup, UniqueViolation)
       assert.strictEqual(dup.constraint, "environments_project_slug_key")
-      assert.deepStrictEqual(yield* environments.findEnvironment(org.id, p.id, e.id), Option.some(e))
-      assert.isTrue(Option.isNone(yield* environments.findEnvironment(org.id, q.id, e.id)))
-      assert.deepStrictEqual((yield* environments.list(org.id, p.id, { limit: 10 })).map((row) => row.id), [e.id])
-      assert.deepStrictEqual(yield* environments.slugsStartingWith(p.id, "staging"), ["staging"])
-      const used = yield* environments.markActive(org.id, p.id, e.id, at(10))
+      assert.deepStrictEqual(yield* environments.slugsStartingWith({ projectId: p.id, base: "staging" }), ["staging"])
+    }))
+
+  it.effect("findById and list see an environment under its own project only", () =>
+    Effect.gen(function*() {
+      const environments = yield* EnvironmentsRepo
+      const { org, p, q } = yield* twoProjects
+      const e = environmentRow(p, at(3))
+      yield* environments.insert(e)
+      const key = { orgId: org.id, projectId: p.id, environmentId: e.id }
+      assert.deepStrictEqual(yield* environments.findById(key), Option.some(e))
+      assert.isTrue(Option.isNone(yield* environments.findById({ ...key, projectId: q.id })))
+      const listed = yield* environments.list({ orgId: org.id, projectId: p.id, limit: 10 })
+      assert.deepStrictEqual(listed.map((row) => row.id), [e.id])
+    }))
+
+  it.effect("markActive records the push; archive is a guarded transition from active", () =>
+    Effect.gen(function*() {
+      const environments = yield* EnvironmentsRepo
+      const { org, p } = yield* twoProjects
+      const e = environmentRow(p, at(3))
+      yield* environments.insert(e)
+      const key = { orgId: org.id, projectId: p.id, environmentId: e.id }
+      const used = yield* environments.markActive({ ...key, at: at(10) })
       assert.deepStrictEqual(Option.getOrThrow(used).lastActiveAt, at(10))
-      const archived = yield* environments.archive(org.id, p.id, e.id, at(11))
+      const archived = yield* environments.archive({ ...key, at: at(11) })
       assert.deepInclude(Option.getOrThrow(archived), { status: "archived", archivedAt: at(11) })
-      assert.isTrue(Option.isNone(yield* environments.archive(org.id, p.id, e.id, at(12))))
+      assert.isTrue(Option.isNone(yield* environments.archive({ ...key, at: at(12) })))
     }))
 
   it.effect("archiveIdle claims idle environments (lastActiveAt, else createdAt) once, in batches", () =>
@@ -143,26 +213,22 @@ describeContract("ProjectsRepo", implementations, (it) => {
       const old = new Date("2001-01-01T00:00:00.000Z")
       const cutoff = new Date("2001-02-01T00:00:00.000Z")
       const p = projectRow(org, 1)
-      yield* projects.insert(p).pipe(Effect.orDie)
+      yield* projects.insert(p)
       const neverUsed = environmentRow(p, old)
       const usedLongAgo = environmentRow(p, old, { lastActiveAt: new Date("2001-01-15T00:00:00.000Z") })
       const usedRecently = environmentRow(p, old, { lastActiveAt: new Date("2001-03-01T00:00:00.000Z") })
       const alreadyArchived = environmentRow(p, old, { status: "archived", archivedAt: old })
-      for (const row of [neverUsed, usedLongAgo, usedRecently, alreadyArchived]) {
-        yield* environments.insert(row).pipe(Effect.orDie)
-      }
+      for (const row of [neverUsed, usedLongAgo, usedRecently, alreadyArchived]) yield* environments.insert(row)
       const now = at(100)
-      const first = yield* tx.withTransaction(environments.archiveIdle(cutoff, now, 1))
-      const second = yield* tx.withTransaction(environments.archiveIdle(cutoff, now, 10))
-      const third = yield* environments.archiveIdle(cutoff, now, 10)
+      const first = yield* tx.withTransaction(environments.archiveIdle({ cutoff, now, limit: 1 }))
+      const second = yield* tx.withTransaction(environments.archiveIdle({ cutoff, now, limit: 10 }))
+      const third = yield* environments.archiveIdle({ cutoff, now, limit: 10 })
       assert.deepStrictEqual(first.map((row) => row.id), [neverUsed.id])
       assert.deepStrictEqual(second.map((row) => row.id), [usedLongAgo.id])
       assert.deepStrictEqual(third, [])
       assert.deepInclude(first[0]!, { status: "archived", archivedAt: now })
-      assert.strictEqual(
-        Option.getOrThrow(yield* environments.findEnvironment(org.id, p.id, usedRecently.id)).status,
-        "active"
-      )
+      const recent = yield* environments.findById({ orgId: org.id, projectId: p.id, environmentId: usedRecently.id })
+      assert.strictEqual(Option.getOrThrow(recent).status, "active")
     }))
 })
 

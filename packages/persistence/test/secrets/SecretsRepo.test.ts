@@ -1,11 +1,10 @@
 /** The secrets repository contract, on every backend: active-key uniqueness per scope, scoped lists, rotate, revoke. */
-import { EnvironmentId, ProjectId } from "@cp/domain/ids"
-import { SecretId } from "@cp/domain/secrets"
+import { EnvironmentId, IdPrefix, ProjectId, SecretId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
-import type { SecretRow } from "../../src/secrets/rows.ts"
+import type { SecretRow, SecretScopeFilter } from "../../src/secrets/rows.ts"
 import { secretsActiveKeyConstraint, SecretsRepo } from "../../src/secrets/SecretsRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
@@ -21,11 +20,11 @@ const workspace = Effect.gen(function*() {
   return org
 })
 
-const projectId = () => newId(ProjectId, "prj_")
-const environmentId = () => newId(EnvironmentId, "env_")
+const projectId = () => newId(ProjectId, IdPrefix.project)
+const environmentId = () => newId(EnvironmentId, IdPrefix.environment)
 
 const secretRow = (org: OrganizationRow, minutes: number, overrides: Partial<SecretRow> = {}): SecretRow => ({
-  id: newId(SecretId, "sec_"),
+  id: newId(SecretId, IdPrefix.secret),
   orgId: org.id,
   projectId: null,
   environmentId: null,
@@ -51,16 +50,42 @@ const repositories = {
   sql: Layer.mergeAll(OrganizationsRepo.sql, SecretsRepo.sql)
 }
 
+/** One secret of each list: four on the workspace, one per project and environment, one revoked. */
+const seededSecrets = Effect.gen(function*() {
+  const repo = yield* SecretsRepo
+  const org = yield* workspace
+  const project = projectId()
+  const environment = environmentId()
+  const orgRows = [secretRow(org, 1), secretRow(org, 3), secretRow(org, 2), secretRow(org, 2)]
+  const projectRow = secretRow(org, 5, { scopeKind: "project", projectId: project })
+  const otherProjectRow = secretRow(org, 6, { scopeKind: "project", projectId: projectId() })
+  const envRow = secretRow(org, 7, { scopeKind: "environment", projectId: project, environmentId: environment })
+  const revoked = secretRow(org, 8)
+  yield* Effect.forEach([...orgRows, projectRow, otherProjectRow, envRow, revoked], repo.insert, { discard: true })
+  yield* repo.revoke({ orgId: org.id, secretId: revoked.id, at: at(9) })
+  const all = newest([...orgRows, projectRow, otherProjectRow, envRow])
+  return { org, project, environment, orgRows, projectRow, envRow, all }
+})
+
+const newest = (rows: ReadonlyArray<SecretRow>) =>
+  [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1))
+
+/** A secret of one workspace, and another workspace. */
+const oneSecret = Effect.gen(function*() {
+  const [org, other] = [yield* workspace, yield* workspace]
+  const row = secretRow(org, 1)
+  yield* (yield* SecretsRepo).insert(row)
+  return { org, other, row, key: { orgId: org.id, secretId: row.id } }
+})
+
 describeContract("SecretsRepo", repositories, (it) => {
   it.effect("inserts and finds within its workspace only", () =>
     Effect.gen(function*() {
       const repo = yield* SecretsRepo
-      const [org, other] = [yield* workspace, yield* workspace]
-      const row = secretRow(org, 1)
-      yield* repo.insert(row)
-      assert.deepStrictEqual(yield* repo.find(org.id, row.id), Option.some(row))
-      assert.isTrue(Option.isNone(yield* repo.find(other.id, row.id)))
-      assert.isTrue(Option.isNone(yield* repo.find(org.id, newId(SecretId, "sec_"))))
+      const { org, other, row } = yield* oneSecret
+      assert.deepStrictEqual(yield* repo.find({ orgId: org.id, secretId: row.id }), Option.some(row))
+      assert.isTrue(Option.isNone(yield* repo.find({ orgId: other.id, secretId: row.id })))
+      assert.isTrue(Option.isNone(yield* repo.find({ orgId: org.id, secretId: newId(SecretId, IdPrefix.secret) })))
     }))
 
   it.effect("keeps one active secret per key and scope; other scopes and revoked rows do not collide", () =>
@@ -85,58 +110,43 @@ describeContract("SecretsRepo", repositories, (it) => {
         })
       )
       // Once revoked, the key is free again.
-      assert.isTrue(Option.isSome(yield* repo.revoke(org.id, first.id, at(5))))
+      assert.isTrue(Option.isSome(yield* repo.revoke({ orgId: org.id, secretId: first.id, at: at(5) })))
       yield* repo.insert(secretRow(org, 6, { secretKey: "DATABASE_URL" }))
     }))
 
-  it.effect("lists active rows of exactly one scope, or all scopes, newest first by keyset", () =>
+  it.effect("lists the active rows of exactly one scope, newest first", () =>
     Effect.gen(function*() {
       const repo = yield* SecretsRepo
-      const org = yield* workspace
-      const project = projectId()
-      const environment = environmentId()
-      const orgRows = [secretRow(org, 1), secretRow(org, 3), secretRow(org, 2), secretRow(org, 2)]
-      const projectRow = secretRow(org, 5, { scopeKind: "project", projectId: project })
-      const otherProjectRow = secretRow(org, 6, { scopeKind: "project", projectId: projectId() })
-      const envRow = secretRow(org, 7, { scopeKind: "environment", projectId: project, environmentId: environment })
-      const revoked = secretRow(org, 8)
-      yield* Effect.forEach([...orgRows, projectRow, otherProjectRow, envRow, revoked], repo.insert, { discard: true })
-      yield* repo.revoke(org.id, revoked.id, at(9))
-      const newest = (rows: ReadonlyArray<SecretRow>) =>
-        [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1))
-
-      assert.deepStrictEqual(yield* repo.list(org.id, { kind: "organization" }, { limit: 10 }), newest(orgRows))
-      assert.deepStrictEqual(yield* repo.list(org.id, { kind: "project", projectId: project }, { limit: 10 }), [
-        projectRow
-      ])
+      const { org, project, environment, orgRows, projectRow, envRow } = yield* seededSecrets
+      const list = (filter: SecretScopeFilter) => repo.list({ orgId: org.id, filter, limit: 10 })
+      assert.deepStrictEqual(yield* list({ kind: "organization" }), newest(orgRows))
+      assert.deepStrictEqual(yield* list({ kind: "project", projectId: project }), [projectRow])
       assert.deepStrictEqual(
-        yield* repo.list(org.id, { kind: "environment", projectId: project, environmentId: environment }, {
-          limit: 10
-        }),
+        yield* list({ kind: "environment", projectId: project, environmentId: environment }),
         [envRow]
       )
-      const all = newest([...orgRows, projectRow, otherProjectRow, envRow])
-      assert.deepStrictEqual(yield* repo.list(org.id, { kind: "all" }, { limit: 10 }), all)
-      const page1 = yield* repo.list(org.id, { kind: "all" }, { limit: 3 })
-      const last = page1[2]!
-      const page2 = yield* repo.list(org.id, { kind: "all" }, {
-        limit: 10,
-        after: { at: last.createdAt, key: last.id }
-      })
-      assert.deepStrictEqual([...page1, ...page2], all)
-      assert.deepStrictEqual(yield* repo.list((yield* workspace).id, { kind: "all" }, { limit: 10 }), [])
     }))
 
-  it.effect("rotates an active secret (version + 1, lastRotatedAt) and revokes it once", () =>
+  it.effect("lists the active rows of every scope of the workspace by keyset", () =>
     Effect.gen(function*() {
       const repo = yield* SecretsRepo
-      const [org, other] = [yield* workspace, yield* workspace]
-      const row = secretRow(org, 1)
-      yield* repo.insert(row)
-      assert.isTrue(Option.isNone(yield* repo.rotate(other.id, row.id, { sealedValue: "x", kekId: "k", at: at(2) })))
-      const rotated = Option.getOrThrow(
-        yield* repo.rotate(org.id, row.id, { sealedValue: "v1.new", kekId: "k2", at: at(2) })
-      )
+      const { org, all } = yield* seededSecrets
+      const filter = { kind: "all" as const }
+      assert.deepStrictEqual(yield* repo.list({ orgId: org.id, filter, limit: 10 }), all)
+      const page1 = yield* repo.list({ orgId: org.id, filter, limit: 3 })
+      const last = page1[2]!
+      const page2 = yield* repo.list({ orgId: org.id, filter, limit: 10, after: { at: last.createdAt, key: last.id } })
+      assert.deepStrictEqual([...page1, ...page2], all)
+      assert.deepStrictEqual(yield* repo.list({ orgId: (yield* workspace).id, filter, limit: 10 }), [])
+    }))
+
+  it.effect("rotates an active secret of its workspace: version + 1, lastRotatedAt", () =>
+    Effect.gen(function*() {
+      const repo = yield* SecretsRepo
+      const { other, row, key } = yield* oneSecret
+      const elsewhere = { orgId: other.id, secretId: row.id }
+      assert.isTrue(Option.isNone(yield* repo.rotate({ ...elsewhere, sealedValue: "x", kekId: "k", at: at(2) })))
+      const rotated = Option.getOrThrow(yield* repo.rotate({ ...key, sealedValue: "v1.new", kekId: "k2", at: at(2) }))
       assert.deepStrictEqual(rotated, {
         ...row,
         sealedValue: "v1.new",
@@ -145,12 +155,18 @@ describeContract("SecretsRepo", repositories, (it) => {
         lastRotatedAt: at(2),
         updatedAt: at(2)
       })
-      assert.isTrue(Option.isNone(yield* repo.revoke(other.id, row.id, at(3))))
-      const revoked = Option.getOrThrow(yield* repo.revoke(org.id, row.id, at(3)))
-      assert.deepStrictEqual(revoked, { ...rotated, status: "revoked", revokedAt: at(3), updatedAt: at(3) })
-      assert.isTrue(Option.isNone(yield* repo.revoke(org.id, row.id, at(4))), "revoking twice changes nothing")
-      assert.isTrue(Option.isNone(yield* repo.rotate(org.id, row.id, { sealedValue: "y", kekId: "k", at: at(4) })))
-      assert.deepStrictEqual(yield* repo.find(org.id, row.id), Option.some(revoked))
+    }))
+
+  it.effect("revokes an active secret of its workspace once; a revoked secret no longer rotates", () =>
+    Effect.gen(function*() {
+      const repo = yield* SecretsRepo
+      const { other, row, key } = yield* oneSecret
+      assert.isTrue(Option.isNone(yield* repo.revoke({ orgId: other.id, secretId: row.id, at: at(3) })))
+      const revoked = Option.getOrThrow(yield* repo.revoke({ ...key, at: at(3) }))
+      assert.deepStrictEqual(revoked, { ...row, status: "revoked", revokedAt: at(3), updatedAt: at(3) })
+      assert.isTrue(Option.isNone(yield* repo.revoke({ ...key, at: at(4) })), "revoking twice changes nothing")
+      assert.isTrue(Option.isNone(yield* repo.rotate({ ...key, sealedValue: "y", kekId: "k", at: at(4) })))
+      assert.deepStrictEqual(yield* repo.find(key), Option.some(revoked))
     }))
 
   it.effect("an insert is undone with its transaction", () =>
@@ -160,6 +176,6 @@ describeContract("SecretsRepo", repositories, (it) => {
       const org = yield* workspace
       const row = secretRow(org, 1)
       yield* Effect.exit(tx.withTransaction(Effect.andThen(repo.insert(row), Effect.fail("abort"))))
-      assert.isTrue(Option.isNone(yield* repo.find(org.id, row.id)))
+      assert.isTrue(Option.isNone(yield* repo.find({ orgId: org.id, secretId: row.id })))
     }))
 })

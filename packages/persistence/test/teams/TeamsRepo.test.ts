@@ -4,10 +4,10 @@ import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
+import { MembersRepo } from "../../src/members/MembersRepo.ts"
 import type { TeamGrantRow, TeamMemberRow, TeamRow } from "../../src/teams/rows.ts"
 import { TeamsRepo } from "../../src/teams/TeamsRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
-import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
 import type { OrganizationRow, RoleBindingRow, SubjectType } from "../../src/workspaces/rows.ts"
@@ -89,18 +89,21 @@ describeContract("TeamsRepo teams", repositories, (it) => {
       const teams = [teamRow(org, 1), teamRow(org, 3), teamRow(org, 2), teamRow(org, 2)]
       yield* Effect.forEach([...teams, teamRow(other, 4)], repo.insert, { discard: true })
       const first = teams[0]!
-      assert.deepStrictEqual(yield* repo.find(org.id, first.id), Option.some(first))
-      assert.isTrue(Option.isNone(yield* repo.find(other.id, first.id)), "a team of another workspace is not found")
-      assert.isTrue(Option.isNone(yield* repo.find(org.id, newTeamId())))
+      assert.deepStrictEqual(yield* repo.find({ orgId: org.id, teamId: first.id }), Option.some(first))
+      assert.isTrue(
+        Option.isNone(yield* repo.find({ orgId: other.id, teamId: first.id })),
+        "a team of another workspace is not found"
+      )
+      assert.isTrue(Option.isNone(yield* repo.find({ orgId: org.id, teamId: newTeamId() })))
 
       const expected = [...teams].sort(byNewest((team) => team.id))
-      assert.deepStrictEqual(yield* repo.list(org.id, { limit: 10 }), expected)
-      const page1 = yield* repo.list(org.id, { limit: 2 })
+      assert.deepStrictEqual(yield* repo.list({ orgId: org.id, limit: 10 }), expected)
+      const page1 = yield* repo.list({ orgId: org.id, limit: 2 })
       assert.deepStrictEqual(page1, expected.slice(0, 2))
       const last = page1[1]!
-      const page2 = yield* repo.list(org.id, { limit: 2, after: { at: last.createdAt, key: last.id } })
+      const page2 = yield* repo.list({ orgId: org.id, limit: 2, after: { at: last.createdAt, key: last.id } })
       assert.deepStrictEqual(page2, expected.slice(2, 4))
-      assert.deepStrictEqual(yield* repo.list(org.id, { limit: 2, after: { at: at(0), key: "" } }), [])
+      assert.deepStrictEqual(yield* repo.list({ orgId: org.id, limit: 2, after: { at: at(0), key: "" } }), [])
     }))
 
   it.effect("a slug is unique within its workspace only", () =>
@@ -122,8 +125,12 @@ describeContract("TeamsRepo teams", repositories, (it) => {
       const slugs = ["core", "core-2", "core-10", "core-x", "core2", "corex"]
       yield* Effect.forEach(slugs, (slug, i) => repo.insert(teamRow(org, i, { slug })), { discard: true })
       yield* repo.insert(teamRow(other, 0, { slug: "core-3" }))
-      assert.deepStrictEqual([...yield* repo.slugsStartingWith(org.id, "core")].sort(), ["core", "core-10", "core-2"])
-      assert.deepStrictEqual(yield* repo.slugsStartingWith(org.id, "none"), [])
+      assert.deepStrictEqual([...yield* repo.slugsStartingWith({ orgId: org.id, base: "core" })].sort(), [
+        "core",
+        "core-10",
+        "core-2"
+      ])
+      assert.deepStrictEqual(yield* repo.slugsStartingWith({ orgId: org.id, base: "none" }), [])
     }))
 
   it.effect("update renames within the workspace; a taken slug is a UniqueViolation and changes nothing", () =>
@@ -132,16 +139,20 @@ describeContract("TeamsRepo teams", repositories, (it) => {
       const [org, other] = [yield* workspace(), yield* workspace()]
       const [team, sibling] = [teamRow(org, 1, { slug: "one" }), teamRow(org, 2, { slug: "two" })]
       yield* Effect.forEach([team, sibling], repo.insert, { discard: true })
-      const renamed = yield* repo.update(org.id, team.id, { name: "Renamed", updatedAt: at(5) })
+      const renamed = yield* repo.update({ orgId: org.id, teamId: team.id, name: "Renamed", updatedAt: at(5) })
       assert.deepStrictEqual(renamed, Option.some({ ...team, name: "Renamed", updatedAt: at(5) }))
-      const reslugged = yield* repo.update(org.id, team.id, { slug: "uno", updatedAt: at(6) })
+      const reslugged = yield* repo.update({ orgId: org.id, teamId: team.id, slug: "uno", updatedAt: at(6) })
       assert.deepStrictEqual(reslugged, Option.some({ ...team, name: "Renamed", slug: "uno", updatedAt: at(6) }))
-      const error = yield* Effect.flip(repo.update(org.id, team.id, { slug: "two", updatedAt: at(7) }))
+      const error = yield* Effect.flip(repo.update({ orgId: org.id, teamId: team.id, slug: "two", updatedAt: at(7) }))
       assert.strictEqual(error.constraint, "teams_org_slug_key")
-      assert.strictEqual(Option.getOrThrow(yield* repo.find(org.id, team.id)).slug, "uno")
-      assert.isTrue(Option.isNone(yield* repo.update(other.id, team.id, { name: "x", updatedAt: at(8) })))
+      assert.strictEqual(Option.getOrThrow(yield* repo.find({ orgId: org.id, teamId: team.id })).slug, "uno")
+      assert.isTrue(
+        Option.isNone(yield* repo.update({ orgId: other.id, teamId: team.id, name: "x", updatedAt: at(8) }))
+      )
       // Its own slug is not a conflict.
-      assert.isTrue(Option.isSome(yield* repo.update(org.id, team.id, { slug: "uno", updatedAt: at(9) })))
+      assert.isTrue(
+        Option.isSome(yield* repo.update({ orgId: org.id, teamId: team.id, slug: "uno", updatedAt: at(9) }))
+      )
     }))
 
   it.effect("delete removes the team with its members and grants; a second delete finds nothing", () =>
@@ -155,14 +166,17 @@ describeContract("TeamsRepo teams", repositories, (it) => {
       yield* repo.insertMember(memberOf(kept, user, 1))
       yield* repo.insertGrant(grantOf(team, "admin", 1))
       yield* repo.insertGrant(grantOf(kept, "viewer", 1))
-      assert.isTrue(Option.isNone(yield* repo.delete(other.id, team.id)), "not from another workspace")
-      assert.deepStrictEqual(yield* repo.delete(org.id, team.id), Option.some(team))
-      assert.isTrue(Option.isNone(yield* repo.find(org.id, team.id)))
-      assert.deepStrictEqual(yield* repo.listMembers(team.id, { limit: 10 }), [])
+      assert.isTrue(
+        Option.isNone(yield* repo.delete({ orgId: other.id, teamId: team.id })),
+        "not from another workspace"
+      )
+      assert.deepStrictEqual(yield* repo.delete({ orgId: org.id, teamId: team.id }), Option.some(team))
+      assert.isTrue(Option.isNone(yield* repo.find({ orgId: org.id, teamId: team.id })))
+      assert.deepStrictEqual(yield* repo.listMembers({ teamId: team.id, limit: 10 }), [])
       assert.deepStrictEqual(yield* repo.grantsOf(team.id), [])
-      assert.lengthOf(yield* repo.listMembers(kept.id, { limit: 10 }), 1)
+      assert.lengthOf(yield* repo.listMembers({ teamId: kept.id, limit: 10 }), 1)
       assert.lengthOf(yield* repo.grantsOf(kept.id), 1)
-      assert.isTrue(Option.isNone(yield* repo.delete(org.id, team.id)))
+      assert.isTrue(Option.isNone(yield* repo.delete({ orgId: org.id, teamId: team.id })))
       // The slug is free again.
       yield* repo.insert({ ...teamRow(org, 3), slug: team.slug })
     }))
@@ -180,57 +194,81 @@ describeContract("TeamsRepo teams", repositories, (it) => {
         return yield* new Abort()
       })))
       assert.instanceOf(error, Abort)
-      assert.isTrue(Option.isNone(yield* repo.find(org.id, team.id)))
-      assert.deepStrictEqual(yield* repo.listMembers(team.id, { limit: 10 }), [])
+      assert.isTrue(Option.isNone(yield* repo.find({ orgId: org.id, teamId: team.id })))
+      assert.deepStrictEqual(yield* repo.listMembers({ teamId: team.id, limit: 10 }), [])
       assert.deepStrictEqual(yield* repo.grantsOf(team.id), [])
     }))
 })
 
+/** A team with two users and a service principal (`sp`), joined at 1, 3 and 2 minutes. */
+const teamWithMembers = Effect.gen(function*() {
+  const repo = yield* TeamsRepo
+  const team = teamRow(yield* workspace(), 0)
+  yield* repo.insert(team)
+  const sp = newId(ServicePrincipalId, IdPrefix.servicePrincipal)
+  const members = [
+    memberOf(team, newUserId(), 1),
+    memberOf(team, newUserId(), 3),
+    memberOf(team, sp, 2, "service_principal")
+  ] as const
+  yield* Effect.forEach(members, repo.insertMember, { discard: true })
+  return { team, members, sp }
+})
+
+/** A team holding builder (workspace and account) and project_admin on two projects. */
+const teamWithGrants = Effect.gen(function*() {
+  const repo = yield* TeamsRepo
+  const team = teamRow(yield* workspace(), 0)
+  yield* repo.insert(team)
+  const [projectA, projectB] = [newId(ProjectId, IdPrefix.project), newId(ProjectId, IdPrefix.project)]
+  const grants = [
+    grantOf(team, "builder", 1),
+    grantOf(team, "builder", 2, { scopeKind: "account" }),
+    grantOf(team, "project_admin", 3, { scopeKind: "project", scopeRef: projectA }),
+    grantOf(team, "project_admin", 3, { scopeKind: "project", scopeRef: projectB })
+  ] as const
+  yield* Effect.forEach(grants, repo.insertGrant, { discard: true })
+  return { team, grants, projectA, projectB }
+})
+
 describeContract("TeamsRepo members and grants", repositories, (it) => {
-  it.effect("a subject joins a team once; members list newest first by keyset; removal returns the row", () =>
+  it.effect("a subject joins a team once: a second time is a UniqueViolation", () =>
     Effect.gen(function*() {
       const repo = yield* TeamsRepo
-      const org = yield* workspace()
-      const team = teamRow(org, 0)
-      yield* repo.insert(team)
-      const sp = newId(ServicePrincipalId, "sp_")
-      const members = [
-        memberOf(team, newUserId(), 1),
-        memberOf(team, newUserId(), 3),
-        memberOf(team, sp, 2, "service_principal")
-      ]
-      yield* Effect.forEach(members, repo.insertMember, { discard: true })
-      const error = yield* Effect.flip(repo.insertMember(memberOf(team, members[0]!.subjectId, 4)))
+      const { team, members } = yield* teamWithMembers
+      const error = yield* Effect.flip(repo.insertMember(memberOf(team, members[0].subjectId, 4)))
       assert.instanceOf(error, UniqueViolation)
       assert.strictEqual(error.constraint, "team_members_pkey")
-
-      const expected = [...members].sort(byNewest((member) => member.subjectId))
-      assert.deepStrictEqual(yield* repo.listMembers(team.id, { limit: 10 }), expected)
-      const first = expected[0]!
-      assert.deepStrictEqual(
-        yield* repo.listMembers(team.id, { limit: 10, after: { at: first.createdAt, key: first.subjectId } }),
-        expected.slice(1)
-      )
-      assert.deepStrictEqual(yield* repo.deleteMember(team.id, "service_principal", sp), Option.some(members[2]!))
-      assert.isTrue(Option.isNone(yield* repo.deleteMember(team.id, "service_principal", sp)))
-      assert.isTrue(Option.isNone(yield* repo.deleteMember(team.id, "service_principal", members[0]!.subjectId)))
-      assert.lengthOf(yield* repo.listMembers(team.id, { limit: 10 }), 2)
     }))
 
-  it.effect("a grant is named by its tuple: duplicates are a UniqueViolation, revoke deletes exactly that grant", () =>
+  it.effect("members list newest first (createdAt, subjectId) by keyset", () =>
     Effect.gen(function*() {
       const repo = yield* TeamsRepo
-      const org = yield* workspace()
-      const team = teamRow(org, 0)
-      yield* repo.insert(team)
-      const [projectA, projectB] = [newId(ProjectId, IdPrefix.project), newId(ProjectId, IdPrefix.project)]
-      const grants = [
-        grantOf(team, "builder", 1),
-        grantOf(team, "builder", 2, { scopeKind: "account" }),
-        grantOf(team, "project_admin", 3, { scopeKind: "project", scopeRef: projectA }),
-        grantOf(team, "project_admin", 3, { scopeKind: "project", scopeRef: projectB })
-      ]
-      yield* Effect.forEach(grants, repo.insertGrant, { discard: true })
+      const { team, members } = yield* teamWithMembers
+      const expected = [...members].sort(byNewest((member) => member.subjectId))
+      assert.deepStrictEqual(yield* repo.listMembers({ teamId: team.id, limit: 10 }), expected)
+      const first = expected[0]!
+      assert.deepStrictEqual(
+        yield* repo.listMembers({ teamId: team.id, limit: 10, after: { at: first.createdAt, key: first.subjectId } }),
+        expected.slice(1)
+      )
+    }))
+
+  it.effect("deleteMember removes exactly that subject of that type once, returning the row", () =>
+    Effect.gen(function*() {
+      const repo = yield* TeamsRepo
+      const { team, members, sp } = yield* teamWithMembers
+      const principal = { teamId: team.id, subjectType: "service_principal" as const }
+      assert.deepStrictEqual(yield* repo.deleteMember({ ...principal, subjectId: sp }), Option.some(members[2]))
+      assert.isTrue(Option.isNone(yield* repo.deleteMember({ ...principal, subjectId: sp })))
+      assert.isTrue(Option.isNone(yield* repo.deleteMember({ ...principal, subjectId: members[0].subjectId })))
+      assert.lengthOf(yield* repo.listMembers({ teamId: team.id, limit: 10 }), 2)
+    }))
+
+  it.effect("a grant is named by its tuple: the same tuple twice is a UniqueViolation", () =>
+    Effect.gen(function*() {
+      const repo = yield* TeamsRepo
+      const { team, projectA } = yield* teamWithGrants
       for (
         const duplicate of [
           grantOf(team, "builder", 4),
@@ -241,27 +279,40 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
         assert.instanceOf(error, UniqueViolation)
         assert.strictEqual(error.constraint, "team_role_grants_grant_key")
       }
+    }))
+
+  it.effect("grantsOf lists a team's grants in grant order", () =>
+    Effect.gen(function*() {
+      const repo = yield* TeamsRepo
+      const { team, grants } = yield* teamWithGrants
       const oldestFirst = [...grants].sort(byNewest((grant: TeamGrantRow) => grant.id)).reverse()
       assert.deepStrictEqual(yield* repo.grantsOf(team.id), oldestFirst)
+    }))
 
+  it.effect("deleteGrant revokes exactly the grant its tuple names, once", () =>
+    Effect.gen(function*() {
+      const repo = yield* TeamsRepo
+      const { team, grants, projectA, projectB } = yield* teamWithGrants
       const tuple = {
         teamId: team.id,
         role: "project_admin" as const,
         scopeKind: "project" as const,
         scopeRef: projectA
       }
-      assert.deepStrictEqual(yield* repo.deleteGrant(tuple), Option.some(grants[2]!))
+      assert.deepStrictEqual(yield* repo.deleteGrant(tuple), Option.some(grants[2]))
       assert.isTrue(Option.isNone(yield* repo.deleteGrant(tuple)))
-      assert.isTrue(
-        Option.isNone(
-          yield* repo.deleteGrant({ teamId: team.id, role: "builder", scopeKind: "project", scopeRef: projectB })
-        )
-      )
+      const otherScope = {
+        teamId: team.id,
+        role: "builder" as const,
+        scopeKind: "project" as const,
+        scopeRef: projectB
+      }
+      assert.isTrue(Option.isNone(yield* repo.deleteGrant(otherScope)))
       assert.deepStrictEqual(
         yield* repo.deleteGrant({ teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null }),
-        Option.some(grants[0]!)
+        Option.some(grants[0])
       )
-      assert.deepStrictEqual(yield* repo.grantsOf(team.id), [grants[1]!, grants[3]!])
+      assert.deepStrictEqual(yield* repo.grantsOf(team.id), [grants[1], grants[3]])
     }))
 
   it.effect("listGrants pages a workspace's grants newest first, for all its teams or one", () =>
@@ -278,78 +329,102 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
       ]
       yield* Effect.forEach([...grants, grantOf(foreign, "owner", 4)], repo.insertGrant, { discard: true })
       const expected = [...grants].sort(byNewest((grant) => grant.id))
-      assert.deepStrictEqual(yield* repo.listGrants(org.id, { limit: 10 }), expected)
-      const [p1, p2] = [yield* repo.listGrants(org.id, { limit: 3 }), expected[2]!]
+      assert.deepStrictEqual(yield* repo.listGrants({ orgId: org.id, limit: 10 }), expected)
+      const [p1, p2] = [yield* repo.listGrants({ orgId: org.id, limit: 3 }), expected[2]!]
       assert.deepStrictEqual(p1, expected.slice(0, 3))
       assert.deepStrictEqual(
-        yield* repo.listGrants(org.id, { limit: 3, after: { at: p2.createdAt, key: p2.id } }),
+        yield* repo.listGrants({ orgId: org.id, limit: 3, after: { at: p2.createdAt, key: p2.id } }),
         expected.slice(3)
       )
       assert.deepStrictEqual(
-        yield* repo.listGrants(org.id, { limit: 10, teamId: a.id }),
+        yield* repo.listGrants({ orgId: org.id, limit: 10, teamId: a.id }),
         expected.filter((grant) => grant.teamId === a.id)
       )
-      assert.deepStrictEqual(yield* repo.listGrants(org.id, { limit: 10, teamId: foreign.id }), [])
+      assert.deepStrictEqual(yield* repo.listGrants({ orgId: org.id, limit: 10, teamId: foreign.id }), [])
     }))
 })
 
+/**
+ * A user who belongs to an account root, its child and an unrelated workspace, with a direct binding on the child and
+ * teams in all three (plus a team of the child it is not in); what it holds on the child and on the root.
+ */
+const teamsAcrossAccount = Effect.gen(function*() {
+  const repo = yield* TeamsRepo
+  const root = rootRow()
+  const child = childRow(root)
+  const unrelated = rootRow()
+  yield* insertOrgs([root, child, unrelated])
+  const user = newUserId()
+  for (const org of [root, child, unrelated]) yield* joinWorkspace(org, user)
+  const direct = bindingRow(child, user, "viewer", 2)
+  yield* (yield* RoleBindingsRepo).insert(direct)
+  const [childTeam, rootTeam, elsewhere, notMine] = [
+    teamRow(child, 0),
+    teamRow(root, 0),
+    teamRow(unrelated, 0),
+    teamRow(child, 0)
+  ]
+  yield* Effect.forEach([childTeam, rootTeam, elsewhere, notMine], repo.insert, { discard: true })
+  for (const team of [childTeam, rootTeam, elsewhere]) yield* repo.insertMember(memberOf(team, user, 0))
+  yield* repo.insertMember(memberOf(notMine, newUserId(), 0))
+  const childGrant = grantOf(childTeam, "builder", 3)
+  const projectGrant = grantOf(childTeam, "project_admin", 1, {
+    scopeKind: "project",
+    scopeRef: newId(ProjectId, IdPrefix.project)
+  })
+  const rootGrant = grantOf(rootTeam, "billing_admin", 4, { scopeKind: "account" })
+  yield* Effect.forEach(
+    [childGrant, projectGrant, rootGrant, grantOf(elsewhere, "owner", 0), grantOf(notMine, "owner", 0)],
+    repo.insertGrant,
+    { discard: true }
+  )
+  const held = (grant: TeamGrantRow, team: TeamRow) => ({
+    id: grant.id,
+    orgId: team.orgId,
+    subjectType: "user" as const,
+    subjectId: user,
+    role: grant.role,
+    scopeKind: grant.scopeKind,
+    scopeRef: grant.scopeRef,
+    createdAt: grant.createdAt,
+    teamId: team.id
+  })
+  return {
+    root,
+    child,
+    user,
+    onChild: [held(projectGrant, childTeam), direct, held(childGrant, childTeam), held(rootGrant, rootTeam)],
+    onRoot: [held(rootGrant, rootTeam)]
+  }
+})
+
 describeContract("OrganizationsRepo.resolveForSubject with teams", repositories, (it) => {
-  it.effect("returns the subject's team grants on the workspace and its root beside its own bindings, in grant order", () =>
+  it.effect("on a child: its own binding and its teams' grants there and on the root, in grant order, by any ref", () =>
     Effect.gen(function*() {
       const orgs = yield* OrganizationsRepo
-      const repo = yield* TeamsRepo
-      const root = rootRow()
-      const child = childRow(root)
-      const unrelated = rootRow()
-      yield* insertOrgs([root, child, unrelated])
-      const user = newUserId()
-      for (const org of [root, child, unrelated]) yield* joinWorkspace(org, user)
-      const direct = bindingRow(child, user, "viewer", 2)
-      yield* (yield* RoleBindingsRepo).insert(direct)
-
-      const [onChild, onRoot, elsewhere, notMine] = [
-        teamRow(child, 0),
-        teamRow(root, 0),
-        teamRow(unrelated, 0),
-        teamRow(child, 0)
-      ]
-      yield* Effect.forEach([onChild, onRoot, elsewhere, notMine], repo.insert, { discard: true })
-      for (const team of [onChild, onRoot, elsewhere]) yield* repo.insertMember(memberOf(team, user, 0))
-      yield* repo.insertMember(memberOf(notMine, newUserId(), 0))
-      const childGrant = grantOf(onChild, "builder", 3)
-      const projectGrant = grantOf(onChild, "project_admin", 1, {
-        scopeKind: "project",
-        scopeRef: newId(ProjectId, IdPrefix.project)
-      })
-      const rootGrant = grantOf(onRoot, "billing_admin", 4, { scopeKind: "account" })
-      yield* Effect.forEach(
-        [childGrant, projectGrant, rootGrant, grantOf(elsewhere, "owner", 0), grantOf(notMine, "owner", 0)],
-        repo.insertGrant,
-        { discard: true }
-      )
-      const held = (grant: TeamGrantRow, team: TeamRow) => ({
-        id: grant.id,
-        orgId: team.orgId,
-        subjectType: "user" as const,
-        subjectId: user,
-        role: grant.role,
-        scopeKind: grant.scopeKind,
-        scopeRef: grant.scopeRef,
-        createdAt: grant.createdAt,
-        teamId: team.id
-      })
-      const expected = [held(projectGrant, onChild), direct, held(childGrant, onChild), held(rootGrant, onRoot)]
+      const { child, user, onChild } = yield* teamsAcrossAccount
       for (const ref of [child.id, child.publicId, child.slug]) {
         assert.deepStrictEqual(
           yield* orgs.resolveForSubject({ ref, subjectType: "user", subjectId: user }),
-          Option.some({ organization: child, bindings: expected })
+          Option.some({ organization: child, bindings: onChild })
         )
       }
+    }))
+
+  it.effect("on the root: only the grants of the root's teams", () =>
+    Effect.gen(function*() {
+      const orgs = yield* OrganizationsRepo
+      const { root, user, onRoot } = yield* teamsAcrossAccount
       assert.deepStrictEqual(
         yield* orgs.resolveForSubject({ ref: root.id, subjectType: "user", subjectId: user }),
-        Option.some({ organization: root, bindings: [held(rootGrant, onRoot)] })
+        Option.some({ organization: root, bindings: onRoot })
       )
-      // A team member of the same id but another subject type holds nothing.
+    }))
+
+  it.effect("a team member of the same id but another subject type holds nothing", () =>
+    Effect.gen(function*() {
+      const orgs = yield* OrganizationsRepo
+      const { child, user } = yield* teamsAcrossAccount
       assert.deepStrictEqual(
         yield* orgs.resolveForSubject({ ref: child.id, subjectType: "service_principal", subjectId: user }),
         Option.some({ organization: child, bindings: [] })
@@ -362,7 +437,7 @@ describeContract("OrganizationsRepo.resolveForSubject with teams", repositories,
       const repo = yield* TeamsRepo
       const org = yield* workspace()
       const [user, stranger] = [newUserId(), newUserId()]
-      const sp = newId(ServicePrincipalId, "sp_")
+      const sp = newId(ServicePrincipalId, IdPrefix.servicePrincipal)
       yield* joinWorkspace(org, user)
       // A service principal has no membership: its role binding on the workspace is what makes it belong.
       yield* (yield* RoleBindingsRepo).insert({ ...bindingRow(org, sp, "viewer", 0), subjectType: "service_principal" })
@@ -386,7 +461,7 @@ describeContract("OrganizationsRepo.resolveForSubject with teams", repositories,
       )
       assert.deepStrictEqual(yield* rolesOf("service_principal", sp), ["viewer:direct", `admin:${team.id}`])
 
-      yield* repo.delete(org.id, team.id)
+      yield* repo.delete({ orgId: org.id, teamId: team.id })
       assert.deepStrictEqual(yield* rolesOf("user", user), [])
       assert.deepStrictEqual(yield* rolesOf("service_principal", sp), ["viewer:direct"])
     }))

@@ -3,8 +3,8 @@ import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
+import { MembersRepo } from "../../src/members/MembersRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
-import { MembersRepo } from "../../src/workspaces/MembersRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
 import type { OrganizationRow, RoleBindingRow, ScopeKind } from "../../src/workspaces/rows.ts"
@@ -125,40 +125,30 @@ describeContract("OrganizationsRepo", repositories, (it) => {
       assert.isTrue(Option.isNone(yield* repo.findEarliestOwnedAccountRoot(newUserId())))
     }))
 
-  it.effect("resolveForSubject resolves all three spellings with the subject's bindings on the workspace and its root", () =>
+  it.effect("resolveForSubject resolves all three spellings with the subject's bindings there and on its root", () =>
     Effect.gen(function*() {
       const repo = yield* OrganizationsRepo
-      const user = newUserId()
-      const root = rootRow(0)
-      const child = childRow(root, 1)
-      const unrelated = rootRow(2)
-      yield* insertOrgs([root, child, unrelated])
-      const onChild = bindingRow(child, user, "builder", { createdAt: at(3) })
-      const onRoot = bindingRow(root, user, "admin", { createdAt: at(1) })
-      const projectOnRoot = bindingRow(root, user, "project_viewer", {
-        scopeKind: "project",
-        scopeRef: newId(ProjectId, IdPrefix.project),
-        createdAt: at(2)
-      })
-      yield* insertBindings([
-        onChild,
-        onRoot,
-        projectOnRoot,
-        bindingRow(child, newUserId(), "owner"),
-        bindingRow(child, user, "viewer", { subjectType: "service_principal" }),
-        bindingRow(unrelated, user, "owner")
-      ])
+      const { child, user, onChild } = yield* accountWithBindings
       for (const ref of [child.id, child.publicId, child.slug]) {
         const resolved = yield* repo.resolveForSubject({ ref, subjectType: "user", subjectId: user })
-        assert.deepStrictEqual(
-          resolved,
-          Option.some({ organization: child, bindings: [onRoot, projectOnRoot, onChild] })
-        )
+        assert.deepStrictEqual(resolved, Option.some({ organization: child, bindings: onChild }))
       }
+    }))
+
+  it.effect("resolveForSubject on the root sees the root's bindings only", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const { root, user, onRoot } = yield* accountWithBindings
       assert.deepStrictEqual(
         yield* repo.resolveForSubject({ ref: root.slug, subjectType: "user", subjectId: user }),
-        Option.some({ organization: root, bindings: [onRoot, projectOnRoot] })
+        Option.some({ organization: root, bindings: onRoot })
       )
+    }))
+
+  it.effect("resolveForSubject finds the workspace for a subject with no role there; an unknown ref is None", () =>
+    Effect.gen(function*() {
+      const repo = yield* OrganizationsRepo
+      const { child, user } = yield* accountWithBindings
       assert.deepStrictEqual(
         yield* repo.resolveForSubject({ ref: child.publicId, subjectType: "user", subjectId: newUserId() }),
         Option.some({ organization: child, bindings: [] })
@@ -167,6 +157,34 @@ describeContract("OrganizationsRepo", repositories, (it) => {
         assert.isTrue(Option.isNone(yield* repo.resolveForSubject({ ref, subjectType: "user", subjectId: user })))
       }
     }))
+})
+
+/**
+ * A user's bindings on an account root (one project-scoped) and its child, beside bindings of others, of another
+ * subject type with the same id, and on an unrelated workspace; what it holds on the child and on the root.
+ */
+const accountWithBindings = Effect.gen(function*() {
+  const user = newUserId()
+  const root = rootRow(0)
+  const child = childRow(root, 1)
+  const unrelated = rootRow(2)
+  yield* insertOrgs([root, child, unrelated])
+  const onChild = bindingRow(child, user, "builder", { createdAt: at(3) })
+  const onRoot = bindingRow(root, user, "admin", { createdAt: at(1) })
+  const projectOnRoot = bindingRow(root, user, "project_viewer", {
+    scopeKind: "project",
+    scopeRef: newId(ProjectId, IdPrefix.project),
+    createdAt: at(2)
+  })
+  yield* insertBindings([
+    onChild,
+    onRoot,
+    projectOnRoot,
+    bindingRow(child, newUserId(), "owner"),
+    bindingRow(child, user, "viewer", { subjectType: "service_principal" }),
+    bindingRow(unrelated, user, "owner")
+  ])
+  return { root, child, user, onChild: [onRoot, projectOnRoot, onChild], onRoot: [onRoot, projectOnRoot] }
 })
 
 class Abort extends Data.TaggedError("Abort")<{}> {}
@@ -186,8 +204,11 @@ describeContract("MembersRepo", repositories, (it) => {
       })))
       assert.instanceOf(error, Abort)
       assert.isTrue(Option.isNone(yield* (yield* OrganizationsRepo).findById(root.id)))
-      assert.deepStrictEqual(yield* members.listOrgsForSubject("user", user), [])
-      assert.deepStrictEqual(yield* (yield* RoleBindingsRepo).listForSubject(root.id, "user", user), [])
+      assert.deepStrictEqual(yield* members.listOrgsForSubject({ subjectType: "user", subjectId: user }), [])
+      assert.deepStrictEqual(
+        yield* (yield* RoleBindingsRepo).listForSubject({ orgId: root.id, subjectType: "user", subjectId: user }),
+        []
+      )
     }))
 
   it.effect("a subject joins a workspace once; a second time is a UniqueViolation on members_org_subject_key", () =>
@@ -198,8 +219,13 @@ describeContract("MembersRepo", repositories, (it) => {
       const user = newUserId()
       const member = memberRow(root, user, 1)
       yield* repo.insert(member)
-      assert.deepStrictEqual(yield* repo.find(root.id, "user", user), Option.some(member))
-      assert.isTrue(Option.isNone(yield* repo.find(root.id, "service_principal", user)))
+      assert.deepStrictEqual(
+        yield* repo.find({ orgId: root.id, subjectType: "user", subjectId: user }),
+        Option.some(member)
+      )
+      assert.isTrue(
+        Option.isNone(yield* repo.find({ orgId: root.id, subjectType: "service_principal", subjectId: user }))
+      )
       const error = yield* Effect.flip(repo.insert(memberRow(root, user, 2)))
       assert.instanceOf(error, UniqueViolation)
       assert.strictEqual(error.constraint, "members_org_subject_key")
@@ -236,8 +262,12 @@ describeContract("MembersRepo", repositories, (it) => {
         ],
         repo.insert
       )
-      assert.deepStrictEqual(yield* repo.listOrgsForSubject("user", user), [child, newer, older])
-      assert.deepStrictEqual(yield* repo.listOrgsForSubject("service_principal", user), [])
+      assert.deepStrictEqual(yield* repo.listOrgsForSubject({ subjectType: "user", subjectId: user }), [
+        child,
+        newer,
+        older
+      ])
+      assert.deepStrictEqual(yield* repo.listOrgsForSubject({ subjectType: "service_principal", subjectId: user }), [])
     }))
 })
 
@@ -275,14 +305,25 @@ describeContract("RoleBindingsRepo", repositories, (it) => {
       const onRoot = bindingRow(root, user, "owner", { createdAt: at(1) })
       const accountWide = bindingRow(root, user, "billing_admin", { scopeKind: "account", createdAt: at(3) })
       yield* insertBindings([onChild, onRoot, accountWide, bindingRow(child, newUserId(), "owner")])
-      assert.deepStrictEqual(yield* repo.listForSubject(child.id, "user", user), [onChild])
-      assert.deepStrictEqual(yield* repo.listForSubject(root.id, "user", user), [onRoot, accountWide])
-      assert.deepStrictEqual(yield* repo.listForSubjectInOrgs([child.id, root.id], "user", user), [
+      assert.deepStrictEqual(yield* repo.listForSubject({ orgId: child.id, subjectType: "user", subjectId: user }), [
+        onChild
+      ])
+      assert.deepStrictEqual(yield* repo.listForSubject({ orgId: root.id, subjectType: "user", subjectId: user }), [
         onRoot,
-        onChild,
         accountWide
       ])
-      assert.deepStrictEqual(yield* repo.listForSubjectInOrgs([], "user", user), [])
-      assert.deepStrictEqual(yield* repo.listForSubject(child.id, "service_principal", user), [])
+      assert.deepStrictEqual(
+        yield* repo.listForSubjectInOrgs({ orgIds: [child.id, root.id], subjectType: "user", subjectId: user }),
+        [
+          onRoot,
+          onChild,
+          accountWide
+        ]
+      )
+      assert.deepStrictEqual(yield* repo.listForSubjectInOrgs({ orgIds: [], subjectType: "user", subjectId: user }), [])
+      assert.deepStrictEqual(
+        yield* repo.listForSubject({ orgId: child.id, subjectType: "service_principal", subjectId: user }),
+        []
+      )
     }))
 })

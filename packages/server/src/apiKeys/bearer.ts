@@ -19,7 +19,7 @@ export const resolveApiKey = Effect.fnUntraced(function*(keys: ApiKeysRepo["Serv
   if (key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt.getTime() <= now)) return Option.none<Actor>()
   const staleBefore = now - LAST_USED_PRECISION_MS
   if (key.lastUsedAt === null || key.lastUsedAt.getTime() < staleBefore) {
-    yield* keys.touchLastUsed(key.id, new Date(now), new Date(staleBefore))
+    yield* keys.touchLastUsed({ id: key.id, now: new Date(now), staleBefore: new Date(staleBefore) })
   }
   return Option.some<Actor>({
     kind: "service_principal",

@@ -5,19 +5,17 @@
 import {
   type Actor,
   type ApiKey,
-  ApiKeyId,
+  type ApiKeyId,
   Conflict,
   type CreateApiKey,
   type CreatedApiKey,
   Forbidden,
-  IdPrefix,
   isProjectRole,
   NotFound,
   type Paged,
   type ProjectId,
   type ResolvedWorkspace,
   type RevokedApiKey,
-  ServicePrincipalId,
   type ValidationFailed,
   validationFailed,
   wireError
@@ -25,19 +23,22 @@ import {
 import {
   type ApiKeyRow,
   ApiKeysRepo,
+  idPosition,
   ProjectsRepo,
   RoleBindingsRepo,
   Transactor,
   type UserRow,
   UsersRepo
 } from "@cp/persistence"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SecurityLog } from "../identity/securityLog.ts"
+import { authenticatedUser } from "../identity/users.ts"
 import { randomHex, sha256Hex } from "../platform/crypto.ts"
 import { EventLog } from "../platform/events.ts"
-import { newId, newUuid } from "../platform/ids.ts"
-import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { mint } from "../platform/ids.ts"
+import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { coversRole } from "../platform/rbac.ts"
+import { currentDate, orFail } from "../platform/serviceKit.ts"
 import { requireProjectIn } from "../projects/scope.ts"
 
 /** The secret's first characters kept in clear, the only key material lists show. */
@@ -91,7 +92,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
   ) => Effect.Effect<{ readonly apiKey: CreatedApiKey }, Forbidden | ValidationFailed>
   readonly list: (
     workspace: ResolvedWorkspace,
-    query: { readonly limit?: number; readonly cursor?: string; readonly projectId?: ProjectId }
+    query: PageRequest & { readonly projectId?: ProjectId }
   ) => Effect.Effect<Paged<{ readonly apiKeys: ReadonlyArray<ApiKey> }>, ValidationFailed>
   readonly revoke: (
     actor: Actor,
@@ -110,15 +111,6 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
       const events = yield* EventLog
       const securityLog = yield* SecurityLog
       const cursors = yield* Cursors
-
-      const userOf = (actor: UserActor) =>
-        Effect.flatMap(
-          users.findById(actor.userId),
-          Option.match({
-            onNone: () => Effect.die(new Error(`session ${actor.sessionId} names a missing user`)),
-            onSome: Effect.succeed
-          })
-        )
 
       /** The workspace event (and its audit entry) and the user's security event; no key material in either. */
       const recordKeyEvent = Effect.fnUntraced(function*(
@@ -169,14 +161,14 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
               { role: input.role }
             )
           }
-          const user = yield* userOf(caller)
+          const user = yield* authenticatedUser(users, caller.userId)
           const secret = mintSecret()
           const label = input.label.trim()
           const createdAt = new Date(now)
           const row: ApiKeyRow = {
-            id: ApiKeyId.make(newUuid(now), { disableChecks: true }),
+            id: mint.apiKey(now),
             orgId: workspace.organization.id,
-            servicePrincipalId: ServicePrincipalId.make(newId(IdPrefix.servicePrincipal, now), { disableChecks: true }),
+            servicePrincipalId: mint.servicePrincipal(now),
             servicePrincipalName: `API Key: ${label}`,
             label,
             prefix: secret.slice(0, KEY_PREFIX_LENGTH),
@@ -192,7 +184,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
             // Fresh random ids and a fresh 256-bit secret: a collision is a defect, not the caller's conflict.
             yield* keys.insert(row).pipe(Effect.orDie)
             yield* bindings.insert({
-              id: newUuid(now),
+              id: mint.roleBinding(now),
               orgId: row.orgId,
               subjectType: "service_principal",
               subjectId: row.servicePrincipalId,
@@ -209,36 +201,31 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
         list: Effect.fn("ApiKeys.list")(function*(workspace, query) {
           const orgId = workspace.organization.id
           const filter = query.projectId === undefined ? {} : { projectId: query.projectId }
-          const binding = { endpoint: "apiKeys.list", scope: orgId, filters: filter }
-          const after = yield* cursors.decode(binding, query.cursor, TimeIdPosition)
-          const limit = query.limit ?? DEFAULT_PAGE_SIZE
-          const rows = yield* keys.list({
-            orgId,
-            ...filter,
-            limit: limit + 1,
-            ...(after === undefined ? {} : { after: { createdAt: new Date(after.at), id: after.id } })
-          })
-          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
-          return {
-            data: { apiKeys: items.map(toApiKey) },
-            cursor: next === undefined ? null : cursors.encode(binding, next)
-          }
+          const { items, cursor } = yield* keysetPage(
+            cursors,
+            { endpoint: "apiKeys.list", scope: orgId, filters: filter },
+            query,
+            (window) => keys.list({ orgId, ...filter, ...window }),
+            idPosition
+          )
+          return { data: { apiKeys: items.map(toApiKey) }, cursor }
         }),
 
         revoke: Effect.fn("ApiKeys.revoke")(function*(actor, workspace, id) {
           const caller = yield* userOnly(actor)
-          const found = yield* keys.findById(workspace.organization.id, id)
-          if (Option.isNone(found)) return yield* wireError(NotFound, "API key not found")
+          const found = yield* keys.findById({ orgId: workspace.organization.id, id }).pipe(
+            orFail(() => wireError(NotFound, "API key not found"))
+          )
           const alreadyRevoked = wireError(Conflict, "This API key is already revoked")
-          if (found.value.revokedAt !== null) return yield* alreadyRevoked
-          const user = yield* userOf(caller)
-          const revokedAt = new Date(yield* Clock.currentTimeMillis)
+          if (found.revokedAt !== null) return yield* alreadyRevoked
+          const user = yield* authenticatedUser(users, caller.userId)
+          const revokedAt = yield* currentDate
           yield* tx.withTransaction(Effect.gen(function*() {
             // Conditional: of two concurrent revokes exactly one wins; the other is the same 409.
-            if (!(yield* keys.revoke(id, revokedAt))) return yield* alreadyRevoked
-            yield* recordKeyEvent(user, { ...found.value, revokedAt }, "api_key.revoked")
+            if (!(yield* keys.revoke({ id, now: revokedAt }))) return yield* alreadyRevoked
+            yield* recordKeyEvent(user, { ...found, revokedAt }, "api_key.revoked")
           }))
-          const { label, prefix } = found.value
+          const { label, prefix } = found
           return { apiKey: { id, label, prefix, revokedAt } }
         })
       })

@@ -7,7 +7,6 @@ import {
   type Actor,
   actorId,
   type AuditEntry,
-  AuditEntryId,
   type AuditFilters,
   type AuditListQuery,
   type Paged,
@@ -15,9 +14,9 @@ import {
   type ResolvedWorkspace,
   type ValidationFailed
 } from "@cp/domain"
-import { type AuditEntryRecord, EventLogRepo } from "@cp/persistence"
-import { Context, Effect, Layer, Schema } from "effect"
-import { type CursorBinding, Cursors, DEFAULT_PAGE_SIZE, pageOf, timeIdPosition } from "../platform/pagination.ts"
+import { type AuditEntryRecord, auditPosition, EventLogRepo } from "@cp/persistence"
+import { Context, Effect, Layer } from "effect"
+import { Cursors, keysetPage } from "../platform/pagination.ts"
 import { auditFamily, RateLimiter } from "../platform/rateLimit.ts"
 
 /** The wire view of a stored entry: the spec's fields, the subject as `{ kind, id, name }`. */
@@ -39,9 +38,6 @@ export const toAuditEntry = (row: AuditEntryRecord): AuditEntry => ({
   correlationId: row.correlationId,
   payload: row.payload
 })
-
-/** Keyset position in an audit walk: the last entry's `(occurredAt, id)`. */
-const AuditPosition = Schema.Struct({ at: Schema.String, id: AuditEntryId })
 
 /**
  * The filters as a cursor binds them: only the ones given, instants as ISO strings (the canonical JSON of a `Date`
@@ -71,23 +67,22 @@ export class AuditService extends Context.Service<AuditService, {
 
       return AuditService.of({
         list: Effect.fn("Audit.list")(function*(actor, workspace, query) {
-          const { limit = DEFAULT_PAGE_SIZE, cursor, ...filters } = query
+          const { limit: _limit, cursor: _cursor, ...filters } = query
           const orgId = workspace.organization.id
-          const binding: CursorBinding = { endpoint: "audit.list", scope: orgId, filters: boundFilters(filters) }
-          // A foreign or tampered cursor is the caller's 422, like a malformed filter: nothing charged or read.
-          const after = yield* cursors.decode(binding, cursor, AuditPosition)
-          yield* limiter.consume(auditFamily, actorId(actor), orgId)
-          const rows = yield* log.listAudit({
-            orgId,
-            ...filters,
-            limit: limit + 1,
-            ...(after === undefined ? {} : { after: { occurredAt: new Date(after.at), id: after.id } })
-          })
-          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.occurredAt, row.id))
-          return {
-            data: { auditEntries: items.map(toAuditEntry) },
-            cursor: next === undefined ? null : cursors.encode(binding, next)
-          }
+          // The cursor is decoded first: a foreign or tampered one is the caller's 422, like a malformed filter, with
+          // nothing charged or read.
+          const page = yield* keysetPage(
+            cursors,
+            { endpoint: "audit.list", scope: orgId, filters: boundFilters(filters) },
+            query,
+            (window) =>
+              Effect.andThen(
+                limiter.consume(auditFamily, actorId(actor), orgId),
+                log.listAudit({ orgId, ...filters, ...window })
+              ),
+            auditPosition
+          )
+          return { data: { auditEntries: page.items.map(toAuditEntry) }, cursor: page.cursor }
         })
       })
     })

@@ -14,7 +14,7 @@ import {
 } from "@cp/domain"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import type { PageRequest } from "../workspaces/service.ts"
+import type { PageRequest } from "../platform/pagination.ts"
 import { ConfigService, type ConfigTarget } from "./service.ts"
 
 interface ScopeParams {

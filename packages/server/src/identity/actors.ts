@@ -40,7 +40,7 @@ export const ActorResolverLive = Layer.effect(
           const workspace = Option.isSome(actor) ? yield* workspaces.resolve(ref, actor.value) : Option.none()
           return { actor, workspace }
         }
-        const found = yield* sessions.findWithWorkspace(parsed.sessionId, ref)
+        const found = yield* sessions.findWithWorkspace({ id: parsed.sessionId, ref })
         const now = yield* Clock.currentTimeMillis
         const actor = Option.flatMap(found, ({ session }) => acceptSession(session, parsed, now))
         if (Option.isNone(actor) || Option.isNone(found)) return { actor: Option.none(), workspace: Option.none() }

@@ -129,7 +129,7 @@ export class OAuthService extends Context.Service<OAuthService, {
         const payload = decodeStatePayload(verifyToken(keys.signingKey, STATE_PURPOSE, token))
         if (Option.isNone(payload) || payload.value.provider !== provider.id) return yield* invalidState()
         const now = yield* Clock.currentTimeMillis
-        const row = yield* states.consumeState(payload.value.id, new Date(now))
+        const row = yield* states.consumeState({ id: payload.value.id, now: new Date(now) })
         if (Option.isNone(row) || row.value.provider !== provider.id) return yield* invalidState()
         return row.value
       })
@@ -183,7 +183,7 @@ export class OAuthService extends Context.Service<OAuthService, {
       /** A linked identity signs in its user; otherwise the email's owner (new or existing) is signed in and linked. */
       const signIn = Effect.fnUntraced(function*(provider: OAuthProviderConfig, subject: string, email: string) {
         const via = `oauth:${provider.id}`
-        const linked = yield* states.findIdentity(provider.id, subject)
+        const linked = yield* states.findIdentity({ provider: provider.id, subject })
         if (Option.isSome(linked)) {
           const user = yield* users.findById(linked.value.userId)
           if (Option.isNone(user)) {

@@ -3,7 +3,7 @@ import { CurrentRequestId, type UserId } from "@cp/domain"
 import { type JsonObject, SecurityEventsRepo } from "@cp/persistence"
 import { Clock, Context, Effect, Layer } from "effect"
 import { redact } from "../platform/events.ts"
-import { newUuid } from "../platform/ids.ts"
+import { mint } from "../platform/ids.ts"
 import { CurrentRequestScope } from "../platform/requestScope.ts"
 
 export interface SecurityEventInput {
@@ -27,7 +27,7 @@ export class SecurityLog extends Context.Service<SecurityLog, {
           const now = yield* Clock.currentTimeMillis
           const scope = yield* CurrentRequestScope
           yield* repo.insert({
-            id: newUuid(now),
+            id: mint.securityEvent(now),
             userId: event.userId,
             email: event.email,
             eventType: event.eventType,

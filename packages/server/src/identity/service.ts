@@ -18,6 +18,7 @@ import {
 import {
   ChallengesRepo,
   OrganizationsRepo,
+  securityEventPosition,
   SecurityEventsRepo,
   SessionsRepo,
   Transactor,
@@ -29,12 +30,13 @@ import { hmacSha256Hex, maskEmail, randomDigits, safeEqual } from "../platform/c
 import { mint } from "../platform/ids.ts"
 import { ServerKeys } from "../platform/keys.ts"
 import { Mailer } from "../platform/mailer.ts"
-import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { authFamily, RateLimiter } from "../platform/rateLimit.ts"
 import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
 import { WorkspacesService } from "../workspaces/service.ts"
 import { SecurityLog } from "./securityLog.ts"
 import { mintSessionToken } from "./tokens.ts"
+import { authenticatedUser } from "./users.ts"
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
 export const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000
@@ -69,7 +71,7 @@ export class IdentityService extends Context.Service<IdentityService, {
   ) => Effect.Effect<{ readonly user: User }, ValidationFailed>
   readonly securityEvents: (
     actor: UserActor,
-    page: { readonly limit?: number; readonly cursor?: string }
+    page: PageRequest
   ) => Effect.Effect<Paged<{ readonly securityEvents: ReadonlyArray<SecurityEvent> }>, ValidationFailed>
 }>()("@cp/server/IdentityService") {
   static readonly layer = Layer.effect(
@@ -101,14 +103,7 @@ export class IdentityService extends Context.Service<IdentityService, {
         return user
       })
 
-      const userOf = (actor: UserActor) =>
-        Effect.flatMap(
-          users.findById(actor.userId),
-          Option.match({
-            onNone: () => Effect.die(new Error(`session ${actor.sessionId} names a missing user`)),
-            onSome: Effect.succeed
-          })
-        )
+      const userOf = (actor: UserActor) => authenticatedUser(users, actor.userId)
 
       /** Finds or creates the user for a verified email and opens a session (one transaction). */
       const openSession = Effect.fnUntraced(function*(email: string, via: string) {
@@ -165,8 +160,8 @@ export class IdentityService extends Context.Service<IdentityService, {
         }
         yield* users.insert(row).pipe(Effect.orDie)
         const { organization } = yield* workspaces.createPersonal(id, email.slice(0, email.lastIndexOf("@")))
-        yield* securityEvents.attachToEmail(email, id)
-        return yield* users.update(id, { lastOrgSlug: organization.slug }, new Date(now))
+        yield* securityEvents.attachToEmail({ email, userId: id })
+        return yield* users.update({ id, lastOrgSlug: organization.slug, updatedAt: new Date(now) })
       })
 
       return IdentityService.of({
@@ -231,7 +226,7 @@ export class IdentityService extends Context.Service<IdentityService, {
           })
           if (!safeEqual(codeHash(challengeId, code), challenge.codeHash)) {
             // Counted atomically: however many guesses race, at most MAX_FAILED_CODES are ever checked.
-            const failures = yield* challenges.recordFailure(challengeId, MAX_FAILED_CODES)
+            const failures = yield* challenges.recordFailure({ id: challengeId, maxFailures: MAX_FAILED_CODES })
             if (Option.isNone(failures)) return yield* spentAnswer
             yield* securityLog.record({
               email: challenge.email,
@@ -242,7 +237,12 @@ export class IdentityService extends Context.Service<IdentityService, {
             })
             return yield* wireError(NotFound, "Unknown challenge or wrong code")
           }
-          if (!(yield* challenges.consume(challengeId, new Date(now), MAX_FAILED_CODES))) return yield* spentAnswer
+          const consumed = yield* challenges.consume({
+            id: challengeId,
+            now: new Date(now),
+            maxFailures: MAX_FAILED_CODES
+          })
+          if (!consumed) return yield* spentAnswer
           return yield* openSession(challenge.email, "email_code")
         }),
 
@@ -262,7 +262,7 @@ export class IdentityService extends Context.Service<IdentityService, {
           const now = yield* Clock.currentTimeMillis
           const user = yield* userOf(actor)
           yield* tx.withTransaction(Effect.gen(function*() {
-            yield* sessions.revoke(actor.sessionId, new Date(now))
+            yield* sessions.revoke({ id: actor.sessionId, now: new Date(now) })
             yield* securityLog.record({
               email: user.email,
               userId: user.id,
@@ -287,10 +287,12 @@ export class IdentityService extends Context.Service<IdentityService, {
           const before = yield* userOf(actor)
           const displayName = patch.displayName === undefined ? undefined : patch.displayName?.trim() || null
           const updated = yield* tx.withTransaction(Effect.gen(function*() {
-            const row = yield* users.update(actor.userId, {
+            const row = yield* users.update({
+              id: actor.userId,
               ...(displayName === undefined ? {} : { displayName }),
-              ...(patch.lastOrgSlug === undefined ? {} : { lastOrgSlug: patch.lastOrgSlug })
-            }, new Date(now))
+              ...(patch.lastOrgSlug === undefined ? {} : { lastOrgSlug: patch.lastOrgSlug }),
+              updatedAt: new Date(now)
+            })
             if (displayName !== undefined && displayName !== before.displayName) {
               yield* securityLog.record({
                 email: row.email,
@@ -306,15 +308,13 @@ export class IdentityService extends Context.Service<IdentityService, {
         }),
 
         securityEvents: Effect.fn("Identity.securityEvents")(function*(actor, page) {
-          const binding = { endpoint: "auth.securityEvents", scope: actor.userId }
-          const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
-          const limit = page.limit ?? DEFAULT_PAGE_SIZE
-          const rows = yield* securityEvents.listForUser({
-            userId: actor.userId,
-            limit: limit + 1,
-            ...(after === undefined ? {} : { after: { occurredAt: new Date(after.at), id: after.id } })
-          })
-          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.occurredAt, row.id))
+          const { items, cursor } = yield* keysetPage(
+            cursors,
+            { endpoint: "auth.securityEvents", scope: actor.userId },
+            page,
+            (window) => securityEvents.listForUser({ userId: actor.userId, ...window }),
+            securityEventPosition
+          )
           return {
             data: {
               securityEvents: items.map((row) => ({
@@ -327,7 +327,7 @@ export class IdentityService extends Context.Service<IdentityService, {
                 metadata: row.metadata
               }))
             },
-            cursor: next === undefined ? null : cursors.encode(binding, next)
+            cursor
           }
         })
       })

@@ -22,9 +22,12 @@ import {
   type WorkspaceRole
 } from "@cp/domain"
 import {
+  idPosition,
   type InvitationRow,
   InvitationsRepo,
   MembersRepo,
+  OrganizationsRepo,
+  type PageWindow,
   RoleBindingsRepo,
   Transactor,
   type UserRow,
@@ -32,15 +35,17 @@ import {
 } from "@cp/persistence"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { normalizeEmail } from "../identity/service.ts"
+import { authenticatedUser } from "../identity/users.ts"
 import { AppConfig } from "../platform/config.ts"
 import { hmacSha256Hex, randomBase64Url } from "../platform/crypto.ts"
 import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
-import { mint, newUuid } from "../platform/ids.ts"
+import { mint } from "../platform/ids.ts"
 import { ServerKeys } from "../platform/keys.ts"
 import { Mailer } from "../platform/mailer.ts"
-import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { holdsRole } from "../platform/rbac.ts"
-import { ownerRequired, type PageRequest } from "./service.ts"
+import { currentDate } from "../platform/serviceKit.ts"
+import { ownerRequired } from "./service.ts"
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000
 
@@ -118,6 +123,7 @@ export class InvitationsService extends Context.Service<InvitationsService, {
     Effect.gen(function*() {
       const invitations = yield* InvitationsRepo
       const members = yield* MembersRepo
+      const organizations = yield* OrganizationsRepo
       const bindings = yield* RoleBindingsRepo
       const users = yield* UsersRepo
       const tx = yield* Transactor
@@ -130,19 +136,10 @@ export class InvitationsService extends Context.Service<InvitationsService, {
       /** Only an HMAC under the server's signing key is stored (contract §3), so a dump yields no usable token. */
       const tokenHash = (token: string) => hmacSha256Hex(keys.signingKey, `invitation:${token}`)
 
-      const userOf = (userId: UserRow["id"]) =>
-        Effect.flatMap(
-          users.findById(userId),
-          Option.match({
-            onNone: () => Effect.die(new Error(`authenticated user ${userId} is missing`)),
-            onSome: Effect.succeed
-          })
-        )
-
       /** The signed-in user the invitation is addressed to, by verified email; 403 for anyone (or anything) else. */
       const recipient = Effect.fnUntraced(function*(actor: Actor, invitation: InvitationRow) {
         if (actor.kind !== "user") return yield* notRecipient()
-        const user = yield* userOf(actor.userId)
+        const user = yield* authenticatedUser(users, actor.userId)
         if (!user.emailVerified || normalizeEmail(user.email) !== invitation.email) return yield* notRecipient()
         return user
       })
@@ -152,14 +149,14 @@ export class InvitationsService extends Context.Service<InvitationsService, {
         const now = yield* Clock.currentTimeMillis
         if (statusAt(found, now) !== "pending") return yield* notActionable(found, now)
         return yield* tx.withTransaction(Effect.gen(function*() {
-          yield* members.lockWorkspace(found.orgId)
-          if (Option.isSome(yield* members.find(found.orgId, "user", user.id))) {
+          yield* organizations.lockWorkspace(found.orgId)
+          if (Option.isSome(yield* members.find({ orgId: found.orgId, subjectType: "user", subjectId: user.id }))) {
             return yield* wireError(Conflict, "You are already a member of this workspace", {
               reason: "already_member"
             })
           }
           const at = new Date(now)
-          const accepted = yield* invitations.accept(found.id, at, user.id)
+          const accepted = yield* invitations.accept({ id: found.id, now: at, userId: user.id })
           if (Option.isNone(accepted)) {
             // Accepted, revoked (or expired) by someone else since it was read.
             const current = yield* invitations.findById(found.id)
@@ -176,7 +173,7 @@ export class InvitationsService extends Context.Service<InvitationsService, {
             joinedAt: at
           }).pipe(Effect.orDie)
           yield* bindings.insert({
-            id: newUuid(now),
+            id: mint.roleBinding(now),
             orgId: found.orgId,
             subjectType: "user",
             subjectId: user.id,
@@ -265,14 +262,17 @@ export class InvitationsService extends Context.Service<InvitationsService, {
             revokedAt: null
           }
           yield* tx.withTransaction(Effect.gen(function*() {
-            yield* members.lockWorkspace(orgId)
+            yield* organizations.lockWorkspace(orgId)
             const invitee = yield* users.findByEmail(email)
-            if (Option.isSome(invitee) && Option.isSome(yield* members.find(orgId, "user", invitee.value.id))) {
+            const membership = Option.isSome(invitee)
+              ? yield* members.find({ orgId, subjectType: "user", subjectId: invitee.value.id })
+              : Option.none()
+            if (Option.isSome(membership)) {
               return yield* wireError(Conflict, `${email} is already a member of this workspace`, {
                 reason: "already_member"
               })
             }
-            const pending = yield* invitations.findPending(orgId, email, row.createdAt)
+            const pending = yield* invitations.findPending({ orgId, email, now: row.createdAt })
             if (Option.isSome(pending)) {
               const message = `${email} already has a pending invitation; revoke it to invite again`
               return yield* wireError(Conflict, message, { reason: "already_invited", invitationId: pending.value.id })
@@ -288,7 +288,12 @@ export class InvitationsService extends Context.Service<InvitationsService, {
               description: `Invited ${email} as ${row.role}`
             })
           }))
-          yield* inviteMail({ invitation: row, token, workspace, inviter: yield* userOf(actor.userId) })
+          yield* inviteMail({
+            invitation: row,
+            token,
+            workspace,
+            inviter: yield* authenticatedUser(users, actor.userId)
+          })
           const invitation = toInvitation(row, now)
           // The token in the answer only where it is safe to show (contract §4): development and test.
           return AppConfig.isLocal(config)
@@ -298,26 +303,16 @@ export class InvitationsService extends Context.Service<InvitationsService, {
 
         list: Effect.fn("Invitations.list")(function*(workspace, query) {
           const orgId = workspace.organization.id
-          const binding = {
-            endpoint: "invitations.list",
-            scope: orgId,
-            filters: query.status === undefined ? {} : { status: query.status }
-          }
-          const after = yield* cursors.decode(binding, query.cursor, TimeIdPosition)
-          const limit = query.limit ?? DEFAULT_PAGE_SIZE
+          const status = query.status === undefined ? {} : { status: query.status }
           const now = yield* Clock.currentTimeMillis
-          const rows = yield* invitations.listPage({
-            orgId,
-            now: new Date(now),
-            limit: limit + 1,
-            ...(query.status === undefined ? {} : { status: query.status }),
-            ...(after === undefined ? {} : { after: { createdAt: new Date(after.at), id: after.id } })
-          })
-          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
-          return {
-            data: { invitations: items.map((row) => toInvitation(row, now)) },
-            cursor: next === undefined ? null : cursors.encode(binding, next)
-          }
+          const { items, cursor } = yield* keysetPage(
+            cursors,
+            { endpoint: "invitations.list", scope: orgId, filters: status },
+            query,
+            (window) => invitations.listPage({ orgId, now: new Date(now), ...status, ...window }),
+            idPosition
+          )
+          return { data: { invitations: items.map((row) => toInvitation(row, now)) }, cursor }
         }),
 
         revoke: Effect.fn("Invitations.revoke")(function*(actor, workspace, invitationId) {
@@ -326,7 +321,7 @@ export class InvitationsService extends Context.Service<InvitationsService, {
           if (Option.isNone(found)) return yield* wireError(NotFound, "Invitation not found")
           const now = yield* Clock.currentTimeMillis
           return yield* tx.withTransaction(Effect.gen(function*() {
-            const revoked = yield* invitations.revoke(invitationId, new Date(now))
+            const revoked = yield* invitations.revoke({ id: invitationId, now: new Date(now) })
             if (Option.isNone(revoked)) {
               const current = yield* invitations.findById(invitationId)
               return yield* notActionable(Option.getOrElse(current, () => found.value), now)
@@ -354,24 +349,20 @@ export class InvitationsService extends Context.Service<InvitationsService, {
         }),
 
         mine: Effect.fn("Invitations.mine")(function*(actor, page) {
-          const binding = { endpoint: "me.invitations", scope: actor.kind === "user" ? actor.userId : "" }
-          const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
-          // Invitations are addressed to people: an API key has none.
-          if (actor.kind !== "user") return { data: { invitations: [] }, cursor: null }
-          const user = yield* userOf(actor.userId)
-          if (!user.emailVerified) return { data: { invitations: [] }, cursor: null }
-          const limit = page.limit ?? DEFAULT_PAGE_SIZE
-          const now = yield* Clock.currentTimeMillis
-          const rows = yield* invitations.listPendingForEmail({
-            email: normalizeEmail(user.email),
-            now: new Date(now),
-            limit: limit + 1,
-            ...(after === undefined ? {} : { after: { createdAt: new Date(after.at), id: after.id } })
+          // Invitations are addressed to people: an API key (or an unverified address) has none.
+          const pendingFor = Effect.fnUntraced(function*(window: PageWindow) {
+            if (actor.kind !== "user") return []
+            const user = yield* authenticatedUser(users, actor.userId)
+            if (!user.emailVerified) return []
+            const now = yield* currentDate
+            return yield* invitations.listPendingForEmail({ email: normalizeEmail(user.email), now, ...window })
           })
-          const { items, next } = pageOf(
-            rows,
-            limit,
-            ({ invitation }) => timeIdPosition(invitation.createdAt, invitation.id)
+          const { items, cursor } = yield* keysetPage(
+            cursors,
+            { endpoint: "me.invitations", scope: actor.kind === "user" ? actor.userId : "" },
+            page,
+            pendingFor,
+            ({ invitation }) => idPosition(invitation)
           )
           return {
             data: {
@@ -391,7 +382,7 @@ export class InvitationsService extends Context.Service<InvitationsService, {
                 }
               }))
             },
-            cursor: next === undefined ? null : cursors.encode(binding, next)
+            cursor
           }
         }),
 

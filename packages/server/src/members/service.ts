@@ -17,17 +17,21 @@ import {
   wireError,
   type WorkspaceRole
 } from "@cp/domain"
-import { type MemberRow, MembersRepo, type RoleBindingRow, RoleBindingsRepo, Transactor } from "@cp/persistence"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import {
+  memberPosition,
+  type MemberRow,
+  MembersRepo,
+  OrganizationsRepo,
+  type RoleBindingRow,
+  RoleBindingsRepo,
+  Transactor
+} from "@cp/persistence"
+import { Context, Effect, Layer } from "effect"
 import { eventActorOf, EventLog } from "../platform/events.ts"
-import { newUuid } from "../platform/ids.ts"
-import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { mint } from "../platform/ids.ts"
+import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { holdsRole } from "../platform/rbac.ts"
-
-export interface PageRequest {
-  readonly limit?: number
-  readonly cursor?: string
-}
+import { currentDate, orFail } from "../platform/serviceKit.ts"
 
 /** The API view of a member: its roles are its role bindings on this workspace, in grant order. */
 export const toMember = (row: MemberRow, bindings: ReadonlyArray<RoleBindingRow>): Member => ({
@@ -55,6 +59,13 @@ const lastOwner = () =>
 
 const memberNotFound = () => wireError(NotFound, "Member not found")
 
+/** The member as the subject of its role bindings on its workspace. */
+const subjectOf = (member: MemberRow) => ({
+  orgId: member.orgId,
+  subjectType: member.subjectType,
+  subjectId: member.subjectId
+})
+
 export class MembersService extends Context.Service<MembersService, {
   readonly list: (
     workspace: ResolvedWorkspace,
@@ -78,6 +89,7 @@ export class MembersService extends Context.Service<MembersService, {
     MembersService,
     Effect.gen(function*() {
       const members = yield* MembersRepo
+      const organizations = yield* OrganizationsRepo
       const bindings = yield* RoleBindingsRepo
       const tx = yield* Transactor
       const events = yield* EventLog
@@ -88,16 +100,14 @@ export class MembersService extends Context.Service<MembersService, {
        * owner checks below see every concurrent change that committed first.
        */
       const lockedMember = Effect.fnUntraced(function*(orgId: OrgId, memberId: MemberId) {
-        yield* members.lockWorkspace(orgId)
-        const member = yield* members.findById(orgId, memberId)
-        if (Option.isNone(member)) return yield* memberNotFound()
-        const held = yield* bindings.listForSubject(orgId, member.value.subjectType, member.value.subjectId)
-        return { member: member.value, held }
+        yield* organizations.lockWorkspace(orgId)
+        const member = yield* members.findById({ orgId, id: memberId }).pipe(orFail(memberNotFound))
+        return { member, held: yield* bindings.listForSubject(subjectOf(member)) }
       })
 
       /** Whether a user other than `member` holds the owner role on the workspace directly. */
       const anotherOwnerRemains = Effect.fnUntraced(function*(orgId: OrgId, member: MemberRow) {
-        const owners = yield* bindings.listByRoleInOrg(orgId, "owner")
+        const owners = yield* bindings.listByRoleInOrg({ orgId, role: "owner" })
         return owners.some((binding) =>
           isOwnerBinding(binding) && binding.subjectType === "user" &&
           !(binding.subjectType === member.subjectType && binding.subjectId === member.subjectId)
@@ -123,20 +133,15 @@ export class MembersService extends Context.Service<MembersService, {
       return MembersService.of({
         list: Effect.fn("Members.list")(function*(workspace, page) {
           const orgId = workspace.organization.id
-          const binding = { endpoint: "members.list", scope: orgId }
-          const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
-          const limit = page.limit ?? DEFAULT_PAGE_SIZE
-          const rows = yield* members.listPage({
-            orgId,
-            limit: limit + 1,
-            ...(after === undefined ? {} : { after: { joinedAt: new Date(after.at), id: after.id } })
-          })
-          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.joinedAt, row.id))
-          const held = yield* bindings.listForSubjectsInOrg(orgId, items.map((row) => row.subjectId))
-          return {
-            data: { members: items.map((row) => toMember(row, held)) },
-            cursor: next === undefined ? null : cursors.encode(binding, next)
-          }
+          const { items, cursor } = yield* keysetPage(
+            cursors,
+            { endpoint: "members.list", scope: orgId },
+            page,
+            (window) => members.listPage({ orgId, ...window }),
+            memberPosition
+          )
+          const held = yield* bindings.listForSubjectsInOrg({ orgId, subjectIds: items.map((row) => row.subjectId) })
+          return { data: { members: items.map((row) => toMember(row, held)) }, cursor }
         }),
 
         updateRole: Effect.fn("Members.updateRole")(function*(actor, workspace, memberId, role) {
@@ -152,13 +157,11 @@ export class MembersService extends Context.Service<MembersService, {
             if (only !== undefined && more.length === 0 && only.role === role && only.scopeKind === "organization") {
               return { member: toMember(member, held) }
             }
-            const now = new Date(yield* Clock.currentTimeMillis)
-            yield* bindings.removeForSubject(orgId, member.subjectType, member.subjectId)
+            const now = yield* currentDate
+            yield* bindings.removeForSubject(subjectOf(member))
             const binding: RoleBindingRow = {
-              id: newUuid(now.getTime()),
-              orgId,
-              subjectType: member.subjectType,
-              subjectId: member.subjectId,
+              id: mint.roleBinding(now.getTime()),
+              ...subjectOf(member),
               role,
               scopeKind: "organization",
               scopeRef: null,
@@ -193,8 +196,8 @@ export class MembersService extends Context.Service<MembersService, {
               keepsOwner: false,
               grantsOwner: false
             })
-            const removed = yield* bindings.removeForSubject(orgId, member.subjectType, member.subjectId)
-            yield* members.remove(orgId, member.id)
+            const removed = yield* bindings.removeForSubject(subjectOf(member))
+            yield* members.remove({ orgId, id: member.id })
             yield* events.record({
               orgId,
               type: "membership.removed",

@@ -1,15 +1,20 @@
 /** Id minting: prefixed ULIDs (monotonic within a process) and UUIDv7 where the spec says UUID. */
 import {
+  ApiKeyId,
   AuditEntryId,
   ChallengeId,
   EnvironmentId,
   EventId,
+  FeatureFlagId,
   IdPrefix,
   InvitationId,
   MemberId,
   OrgId,
   ProjectId,
+  SecretId,
+  ServicePrincipalId,
   SessionId,
+  SettingId,
   TeamId,
   UserId,
   WorkspaceRef
@@ -21,7 +26,10 @@ import { pooledRandom } from "./crypto.ts"
 
 const nextUlid = monotonicFactory(pooledRandom)
 
-/** `prefix` + ULID; `now` comes from the caller's Clock so ids sort with the times tests set. */
+/**
+ * `prefix` + ULID; `now` comes from the caller's Clock so ids sort with the times tests set. For an id of a kind `mint`
+ * does not name yet; a new kind belongs in `mint`.
+ */
 export const newId = <P extends string>(prefix: P, now: number): `${P}${string}` => `${prefix}${nextUlid(now)}`
 
 const v7State = { msecs: Number.NEGATIVE_INFINITY, seq: 0 }
@@ -44,7 +52,7 @@ export const newUuid = (now: number): string => {
 // The ids below are well formed by construction, so the brand's pattern check is skipped.
 const trusted = { disableChecks: true } as const
 
-/** Branded ids for each aggregate, minted at `now`. */
+/** Every id the server mints, one kind each, at `now` (the caller's Clock time in milliseconds). */
 export const mint = {
   user: (now: number) => UserId.make(newId(IdPrefix.user, now), trusted),
   session: (now: number) => SessionId.make(newId(IdPrefix.session, now), trusted),
@@ -56,6 +64,16 @@ export const mint = {
   team: (now: number) => TeamId.make(newId(IdPrefix.team, now), trusted),
   project: (now: number) => ProjectId.make(newId(IdPrefix.project, now), trusted),
   environment: (now: number) => EnvironmentId.make(newId(IdPrefix.environment, now), trusted),
+  servicePrincipal: (now: number) => ServicePrincipalId.make(newId(IdPrefix.servicePrincipal, now), trusted),
+  setting: (now: number) => SettingId.make(newId(IdPrefix.setting, now), trusted),
+  featureFlag: (now: number) => FeatureFlagId.make(newId(IdPrefix.featureFlag, now), trusted),
+  secret: (now: number) => SecretId.make(newId(IdPrefix.secret, now), trusted),
+  mailMessage: (now: number) => newId(IdPrefix.mailMessage, now),
+  apiKey: (now: number) => ApiKeyId.make(newUuid(now), trusted),
   eventId: (now: number) => EventId.make(newUuid(now), trusted),
-  auditEntryId: (now: number) => AuditEntryId.make(newUuid(now), trusted)
+  auditEntryId: (now: number) => AuditEntryId.make(newUuid(now), trusted),
+  /** Role bindings, team grants and security events: UUIDv7 rows never named on the wire by id. */
+  roleBinding: (now: number) => newUuid(now),
+  teamGrant: (now: number) => newUuid(now),
+  securityEvent: (now: number) => newUuid(now)
 }

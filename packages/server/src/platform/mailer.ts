@@ -6,7 +6,7 @@ import { type JsonObject, OutboxRepo } from "@cp/persistence"
 import { Cause, Clock, Context, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { createTransport } from "nodemailer"
 import { AppConfig } from "./config.ts"
-import { newId } from "./ids.ts"
+import { mint } from "./ids.ts"
 
 /** One rendered message; `template` and `data` let the dev outbox and tests read it without parsing `text`. */
 export interface MailMessage {
@@ -55,7 +55,7 @@ export class Mailer extends Context.Service<Mailer, {
       return Mailer.of({
         send: Effect.fn("Mailer.send")(function*(message: MailMessage) {
           const now = yield* Clock.currentTimeMillis
-          const id = newId("msg_", now)
+          const id = mint.mailMessage(now)
           const about = { "mail.id": id, "mail.to": message.to, "mail.template": message.template }
           if (keep) {
             yield* outbox.insert({ id, ...message, createdAt: new Date(now) }).pipe(Effect.orDie)

@@ -3,6 +3,7 @@
  * the filters, carrying a keyset position so a walk returns every row exactly once.
  */
 import { type ValidationFailed, validationFailed } from "@cp/domain"
+import type { PagePosition, PageWindow } from "@cp/persistence"
 import { Context, Effect, Layer, Schema } from "effect"
 import { signToken, verifyToken } from "./crypto.ts"
 import { canonicalJson } from "./idempotency.ts"
@@ -17,9 +18,9 @@ export interface CursorBinding {
   readonly filters?: Readonly<Record<string, unknown>>
 }
 
-/** The keyset position most lists use: newest first by (createdAt, id). */
-export const TimeIdPosition = Schema.Struct({ at: Schema.String, id: Schema.String })
-export type TimeIdPosition = typeof TimeIdPosition.Type
+/** A keyset position as a cursor carries it: the last row's time (ISO) and its tie-breaking key. */
+const TimeIdPosition = Schema.Struct({ at: Schema.String, id: Schema.String })
+type TimeIdPosition = typeof TimeIdPosition.Type
 
 const CursorPayload = Schema.Struct({ b: Schema.String, p: Schema.Unknown })
 const isCursorPayload = Schema.is(CursorPayload)
@@ -51,53 +52,34 @@ export class Cursors extends Context.Service<Cursors, {
   )
 }
 
-/** Splits `limit + 1` fetched rows into the page and the position of the next page, if any. */
-export const pageOf = <A, P>(
-  rows: ReadonlyArray<A>,
-  limit: number,
-  positionOf: (last: A) => P
-): { readonly items: ReadonlyArray<A>; readonly next: P | undefined } => {
-  const items = rows.slice(0, limit)
-  const last = items[items.length - 1]
-  return { items, next: rows.length > limit && last !== undefined ? positionOf(last) : undefined }
+/** The page a list request asks for: its size (default 50) and the cursor of the page before. */
+export interface PageRequest {
+  readonly limit?: number
+  readonly cursor?: string
 }
 
 /**
- * Keyset paging over rows already ordered newest first by (time, id): the rows strictly after `after`,
- * `limit + 1` of them so `pageOf` can tell whether another page exists.
+ * One page of a newest-first keyset list, the way every list pages: decodes the request's cursor (bound to `binding`),
+ * fetches `limit + 1` rows strictly after its position, and encodes the next page's cursor from the last row shown
+ * (`positionOf`; `idPosition` for rows keyed by `(createdAt, id)`), or null on the last page.
  */
-export const rowsAfter = <A>(
-  rows: ReadonlyArray<A>,
-  after: TimeIdPosition | undefined,
-  limit: number,
-  keyOf: (row: A) => { readonly at: Date; readonly id: string }
-): ReadonlyArray<A> => {
-  const start = after === undefined ? rows : rows.filter((row) => {
-    const { at, id } = keyOf(row)
-    const iso = at.toISOString()
-    return iso < after.at || (iso === after.at && id < after.id)
-  })
-  return start.slice(0, limit + 1)
-}
-
-/** The cursor for the page after `last` in a (time, id) ordered list. */
-export const timeIdPosition = (at: Date, id: string): TimeIdPosition => ({ at: at.toISOString(), id })
-
-/** One newest-first (createdAt, id) page: decodes the cursor, fetches `limit + 1` rows after it, encodes the next. */
-export const timeIdPage = Effect.fnUntraced(function*<Row extends { readonly createdAt: Date; readonly id: string }>(
+export const keysetPage = Effect.fnUntraced(function*<Row, E, R>(
   cursors: Cursors["Service"],
   binding: CursorBinding,
-  page: { readonly limit?: number; readonly cursor?: string },
-  fetch: (window: {
-    readonly limit: number
-    readonly after?: { readonly at: Date; readonly key: string }
-  }) => Effect.Effect<ReadonlyArray<Row>>
+  page: PageRequest,
+  fetch: (window: PageWindow) => Effect.Effect<ReadonlyArray<Row>, E, R>,
+  positionOf: (row: Row) => PagePosition
 ) {
   const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
   const limit = page.limit ?? DEFAULT_PAGE_SIZE
-  const rows = yield* fetch(
-    after === undefined ? { limit: limit + 1 } : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
-  )
-  const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
-  return { items, cursor: next === undefined ? null : cursors.encode(binding, next) }
+  const rows = yield* fetch({
+    limit: limit + 1,
+    ...(after === undefined ? {} : { after: { at: new Date(after.at), key: after.id } })
+  })
+  const items = rows.slice(0, limit)
+  const last = items[items.length - 1]
+  if (rows.length <= limit || last === undefined) return { items, cursor: null }
+  const next = positionOf(last)
+  const position: TimeIdPosition = { at: next.at.toISOString(), id: next.key }
+  return { items, cursor: cursors.encode(binding, position) }
 })

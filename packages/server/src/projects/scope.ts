@@ -9,7 +9,8 @@ import {
   wireError
 } from "@cp/domain"
 import type { EnvironmentsRepo, ProjectsRepo } from "@cp/persistence"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
+import { orFail } from "../platform/serviceKit.ts"
 
 /** The 404 for a project missing from the workspace. */
 export const projectNotFound = (projectId: string) => wireError(NotFound, "Project not found", { projectId })
@@ -20,13 +21,7 @@ export const environmentNotFound = (details: { readonly projectId?: string; read
 
 /** The project in the workspace, or its 404 (archived projects are found). */
 export const findProject = (projects: ProjectsRepo["Service"], orgId: OrgId, projectId: ProjectId) =>
-  Effect.flatMap(
-    projects.findById(orgId, projectId),
-    Option.match({
-      onNone: () => Effect.fail(projectNotFound(projectId)),
-      onSome: Effect.succeed
-    })
-  )
+  projects.findById({ orgId, projectId }).pipe(orFail(() => projectNotFound(projectId)))
 
 /**
  * Succeeds when the project exists in the workspace (archived projects count), else the 422 on `field`: a body
@@ -38,26 +33,14 @@ export const requireProjectIn = (
   projectId: ProjectId,
   field: string
 ): Effect.Effect<void, ValidationFailed> =>
-  Effect.flatMap(
-    projects.findById(orgId, projectId),
-    Option.match({
-      onNone: () => Effect.fail(validationFailed({ [field]: ["names no project in this workspace"] })),
-      onSome: () => Effect.void
-    })
+  projects.findById({ orgId, projectId }).pipe(
+    orFail(() => validationFailed({ [field]: ["names no project in this workspace"] })),
+    Effect.asVoid
   )
 
 /** The environment of the project, or a 404 carrying `details` (by default the environment id). */
 export const findEnvironment = (
   environments: EnvironmentsRepo["Service"],
-  orgId: OrgId,
-  projectId: ProjectId,
-  environmentId: EnvironmentId,
-  details: { readonly projectId?: string; readonly environmentId: string } = { environmentId }
-) =>
-  Effect.flatMap(
-    environments.findEnvironment(orgId, projectId, environmentId),
-    Option.match({
-      onNone: () => Effect.fail(environmentNotFound(details)),
-      onSome: Effect.succeed
-    })
-  )
+  key: { readonly orgId: OrgId; readonly projectId: ProjectId; readonly environmentId: EnvironmentId },
+  details: { readonly projectId?: string; readonly environmentId: string } = { environmentId: key.environmentId }
+) => environments.findById(key).pipe(orFail(() => environmentNotFound(details)))

@@ -21,45 +21,22 @@ import {
 import {
   type EnvironmentRow,
   EnvironmentsRepo,
-  type ProjectPagePosition,
+  idPosition,
+  OrganizationsRepo,
   type ProjectRow,
   ProjectsRepo,
   Transactor
 } from "@cp/persistence"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { Entitlements } from "../platform/entitlements.ts"
 import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
-import { type CursorBinding, Cursors, timeIdPage } from "../platform/pagination.ts"
-import type { PageRequest } from "../workspaces/service.ts"
-import { nextFreeSlug, slugify } from "../workspaces/slugs.ts"
+import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
+import { currentDate } from "../platform/serviceKit.ts"
+import { insertWithSlug, slugify } from "../platform/slugs.ts"
 import { findEnvironment as findEnvironmentIn, findProject as findProjectIn } from "./scope.ts"
 
-export const toProject = (row: ProjectRow): Project => ({
-  id: row.id,
-  orgId: row.orgId,
-  name: row.name,
-  slug: row.slug,
-  status: row.status,
-  createdAt: row.createdAt,
-  updatedAt: row.updatedAt,
-  archivedAt: row.archivedAt
-})
-
-export const toEnvironment = (row: EnvironmentRow): Environment => ({
-  id: row.id,
-  orgId: row.orgId,
-  projectId: row.projectId,
-  name: row.name,
-  slug: row.slug,
-  status: row.status,
-  createdAt: row.createdAt,
-  updatedAt: row.updatedAt,
-  archivedAt: row.archivedAt,
-  lastActiveAt: row.lastActiveAt
-})
-
-const slugTaken = (slug: string, where: string) =>
+const slugTaken = (where: string) => (slug: string) =>
   wireError(Conflict, `The slug '${slug}' is taken in this ${where}`, { field: "slug" })
 
 export const PROJECTS_LIMIT = "limit.projects"
@@ -121,25 +98,17 @@ export class ProjectsService extends Context.Service<ProjectsService, {
     Effect.gen(function*() {
       const projects = yield* ProjectsRepo
       const environments = yield* EnvironmentsRepo
+      const organizations = yield* OrganizationsRepo
       const entitlements = yield* Entitlements
       const tx = yield* Transactor
       const events = yield* EventLog
       const cursors = yield* Cursors
 
-      const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
-
-      const keysetPage = <Row extends { readonly createdAt: Date; readonly id: string }>(
-        binding: CursorBinding,
-        page: PageRequest,
-        fetch: (
-          window: { readonly limit: number; readonly after?: ProjectPagePosition }
-        ) => Effect.Effect<ReadonlyArray<Row>>
-      ) => timeIdPage(cursors, binding, page, fetch)
-
+      // Rows are stored as the API shows them (`ProjectRow` is a `Project`, `EnvironmentRow` an `Environment`).
       const findProject = (orgId: OrgId, projectId: ProjectId) => findProjectIn(projects, orgId, projectId)
 
       const findEnvironment = (orgId: OrgId, projectId: ProjectId, environmentId: EnvironmentId) =>
-        findEnvironmentIn(environments, orgId, projectId, environmentId)
+        findEnvironmentIn(environments, { orgId, projectId, environmentId })
 
       const recordProject = (actor: EventActor, row: ProjectRow, type: string, description: string) =>
         events.record({
@@ -154,7 +123,7 @@ export class ProjectsService extends Context.Service<ProjectsService, {
 
       /** At the ceiling of `limit.projects` (active projects) the operation is refused with 412. */
       const requireProjectSlot = Effect.fnUntraced(function*(orgId: OrgId, what: string) {
-        yield* projects.lockWorkspace(orgId)
+        yield* organizations.lockWorkspace(orgId)
         const limit = yield* entitlements.limitOf(orgId, PROJECTS_LIMIT)
         if (Option.isNone(limit)) return
         const active = yield* projects.countActive(orgId)
@@ -167,44 +136,27 @@ export class ProjectsService extends Context.Service<ProjectsService, {
         }
       })
 
-      /** Inserts with the caller's slug (409 when taken) or the first free `-N` of the name's slug. */
-      const insertNamed = <Row extends { readonly slug: string; readonly name: string }>(
-        base: Omit<Row, "slug">,
-        input: NameInput,
-        fallback: string,
-        taken: (wanted: string) => Effect.Effect<ReadonlyArray<string>>,
-        insert: (row: Row) => Effect.Effect<void, { readonly _tag: "UniqueViolation" }>,
-        where: string
-      ): Effect.Effect<Row, Conflict> => {
-        const explicit = input.slug
-        if (explicit !== undefined) {
-          const row = { ...base, slug: explicit } as unknown as Row
-          return insert(row).pipe(
-            Effect.as(row),
-            Effect.catchTag("UniqueViolation", () => Effect.fail(slugTaken(explicit, where)))
-          )
-        }
-        const wanted = slugify(base.name, fallback)
-        return Effect.gen(function*() {
-          const row = { ...base, slug: nextFreeSlug(wanted, new Set(yield* taken(wanted))) } as unknown as Row
-          yield* tx.withTransaction(insert(row))
-          return row
-        }).pipe(Effect.retry({ times: 5, while: (e) => e._tag === "UniqueViolation" }), Effect.orDie)
-      }
+      /** The caller's slug, or the first free `-N` of the name's (`fallback` when the name has none). */
+      const slugChoice = (input: NameInput, fallback: string) => ({
+        requested: input.slug,
+        base: slugify(input.name.trim(), fallback)
+      })
 
       return ProjectsService.of({
         list: Effect.fn("Projects.list")(function*(workspace, page) {
           const orgId = workspace.organization.id
           const { items, cursor } = yield* keysetPage(
+            cursors,
             { endpoint: "projects.list", scope: orgId },
             page,
-            (window) => projects.list(orgId, window)
+            (window) => projects.list({ orgId, ...window }),
+            idPosition
           )
-          return { data: { projects: items.map(toProject) }, cursor }
+          return { data: { projects: items }, cursor }
         }),
 
         create: Effect.fn("Projects.create")(function*(actor, workspace, input) {
-          const at = yield* now
+          const at = yield* currentDate
           const orgId = workspace.organization.id
           const base = {
             id: mint.project(at.getTime()),
@@ -217,56 +169,54 @@ export class ProjectsService extends Context.Service<ProjectsService, {
           }
           return yield* tx.withTransaction(Effect.gen(function*() {
             yield* requireProjectSlot(orgId, "create a project")
-            const row = yield* insertNamed<ProjectRow>(
-              base,
-              input,
-              "project",
-              (wanted) => projects.slugsStartingWith(orgId, wanted),
-              projects.insert,
-              "workspace"
-            )
+            const row = yield* insertWithSlug(tx, slugChoice(input, "project"), {
+              taken: (base) => projects.slugsStartingWith({ orgId, base }),
+              withSlug: (slug): ProjectRow => ({ ...base, slug }),
+              insert: projects.insert,
+              slugTaken: slugTaken("workspace")
+            })
             yield* recordProject(eventActorOf(actor), row, "project.created", `Project ${row.name} created`)
-            return { project: toProject(row) }
+            return { project: row }
           }))
         }),
 
         get: Effect.fn("Projects.get")(function*(workspace, projectId) {
-          return { project: toProject(yield* findProject(workspace.organization.id, projectId)) }
+          return { project: yield* findProject(workspace.organization.id, projectId) }
         }),
 
         archive: Effect.fn("Projects.archive")(function*(actor, workspace, projectId) {
-          const at = yield* now
+          const at = yield* currentDate
           const orgId = workspace.organization.id
           return yield* tx.withTransaction(Effect.gen(function*() {
-            const archived = yield* projects.archive(orgId, projectId, at)
+            const archived = yield* projects.archive({ orgId, projectId, at })
             // Archiving an archived project is a no-op that answers the project as it is.
-            if (Option.isNone(archived)) return { project: toProject(yield* findProject(orgId, projectId)) }
+            if (Option.isNone(archived)) return { project: yield* findProject(orgId, projectId) }
             yield* recordProject(
               eventActorOf(actor),
               archived.value,
               "project.archived",
               `Project ${archived.value.name} archived`
             )
-            return { project: toProject(archived.value) }
+            return { project: archived.value }
           }))
         }),
 
         restore: Effect.fn("Projects.restore")(function*(actor, workspace, projectId) {
-          const at = yield* now
+          const at = yield* currentDate
           const orgId = workspace.organization.id
           return yield* tx.withTransaction(Effect.gen(function*() {
             const current = yield* findProject(orgId, projectId)
-            if (current.status === "active") return { project: toProject(current) }
+            if (current.status === "active") return { project: current }
             yield* requireProjectSlot(orgId, "restore the project")
-            const restored = yield* projects.restore(orgId, projectId, at)
-            if (Option.isNone(restored)) return { project: toProject(yield* findProject(orgId, projectId)) }
+            const restored = yield* projects.restore({ orgId, projectId, at })
+            if (Option.isNone(restored)) return { project: yield* findProject(orgId, projectId) }
             yield* recordProject(
               eventActorOf(actor),
               restored.value,
               "project.restored",
               `Project ${restored.value.name} restored`
             )
-            return { project: toProject(restored.value) }
+            return { project: restored.value }
           }))
         }),
 
@@ -274,15 +224,17 @@ export class ProjectsService extends Context.Service<ProjectsService, {
           const orgId = workspace.organization.id
           yield* findProject(orgId, projectId)
           const { items, cursor } = yield* keysetPage(
+            cursors,
             { endpoint: "environments.list", scope: `${orgId}/${projectId}` },
             page,
-            (window) => environments.list(orgId, projectId, window)
+            (window) => environments.list({ orgId, projectId, ...window }),
+            idPosition
           )
-          return { data: { environments: items.map(toEnvironment) }, cursor }
+          return { data: { environments: items }, cursor }
         }),
 
         createEnvironment: Effect.fn("Projects.createEnvironment")(function*(actor, workspace, projectId, input) {
-          const at = yield* now
+          const at = yield* currentDate
           const orgId = workspace.organization.id
           return yield* tx.withTransaction(Effect.gen(function*() {
             const project = yield* findProject(orgId, projectId)
@@ -292,24 +244,23 @@ export class ProjectsService extends Context.Service<ProjectsService, {
                 status: project.status
               })
             }
-            const row = yield* insertNamed<EnvironmentRow>(
-              {
-                id: mint.environment(at.getTime()),
-                orgId,
-                projectId,
-                name: input.name.trim(),
-                status: "active",
-                createdAt: at,
-                updatedAt: at,
-                archivedAt: null,
-                lastActiveAt: null
-              },
-              input,
-              "environment",
-              (wanted) => environments.slugsStartingWith(projectId, wanted),
-              environments.insert,
-              "project"
-            )
+            const base = {
+              id: mint.environment(at.getTime()),
+              orgId,
+              projectId,
+              name: input.name.trim(),
+              status: "active" as const,
+              createdAt: at,
+              updatedAt: at,
+              archivedAt: null,
+              lastActiveAt: null
+            }
+            const row = yield* insertWithSlug(tx, slugChoice(input, "environment"), {
+              taken: (base) => environments.slugsStartingWith({ projectId, base }),
+              withSlug: (slug): EnvironmentRow => ({ ...base, slug }),
+              insert: environments.insert,
+              slugTaken: slugTaken("project")
+            })
             yield* events.record({
               orgId,
               type: "environment.created",
@@ -320,26 +271,25 @@ export class ProjectsService extends Context.Service<ProjectsService, {
               environmentId: row.id,
               description: `Environment ${row.name} created in project ${project.name}`
             })
-            return { environment: toEnvironment(row) }
+            return { environment: row }
           }))
         }),
 
         getEnvironment: Effect.fn("Projects.getEnvironment")(function*(workspace, projectId, environmentId) {
-          const orgId = workspace.organization.id
-          return { environment: toEnvironment(yield* findEnvironment(orgId, projectId, environmentId)) }
+          return { environment: yield* findEnvironment(workspace.organization.id, projectId, environmentId) }
         }),
 
         archiveEnvironment: Effect.fn("Projects.archiveEnvironment")(
           function*(actor, workspace, projectId, environmentId) {
-            const at = yield* now
+            const at = yield* currentDate
             const orgId = workspace.organization.id
             return yield* tx.withTransaction(Effect.gen(function*() {
-              const archived = yield* environments.archive(orgId, projectId, environmentId, at)
+              const archived = yield* environments.archive({ orgId, projectId, environmentId, at })
               if (Option.isNone(archived)) {
-                return { environment: toEnvironment(yield* findEnvironment(orgId, projectId, environmentId)) }
+                return { environment: yield* findEnvironment(orgId, projectId, environmentId) }
               }
               yield* recordEnvironmentArchived(events, eventActorOf(actor), archived.value, "api")
-              return { environment: toEnvironment(archived.value) }
+              return { environment: archived.value }
             }))
           }
         )

@@ -5,9 +5,10 @@
  * replicas sweeping at the same time archive every environment exactly once.
  */
 import { EnvironmentsRepo, Transactor } from "@cp/persistence"
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/config.ts"
 import { EventLog, systemActor } from "../platform/events.ts"
+import { currentDate } from "../platform/serviceKit.ts"
 import { recordEnvironmentArchived } from "./service.ts"
 
 /** Rows claimed per transaction: short transactions, short locks. */
@@ -30,9 +31,9 @@ export class EnvironmentSweep extends Context.Service<EnvironmentSweep, {
       const { environmentRetentionDays } = yield* AppConfig
 
       const batch = tx.withTransaction(Effect.gen(function*() {
-        const now = new Date(yield* Clock.currentTimeMillis)
+        const now = yield* currentDate
         const cutoff = new Date(now.getTime() - environmentRetentionDays * DAY_MS)
-        const archived = yield* environments.archiveIdle(cutoff, now, SWEEP_BATCH_SIZE)
+        const archived = yield* environments.archiveIdle({ cutoff, now, limit: SWEEP_BATCH_SIZE })
         for (const row of archived) yield* recordEnvironmentArchived(events, systemActor, row, "idle")
         return archived.length
       }))

@@ -22,20 +22,21 @@ import {
 } from "@cp/domain"
 import {
   EnvironmentsRepo,
+  idPosition,
   ProjectsRepo,
   type SecretRow,
   type SecretScopeFilter,
   SecretsRepo,
   Transactor
 } from "@cp/persistence"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { eventActorOf, EventLog } from "../platform/events.ts"
-import { newId } from "../platform/ids.ts"
+import { mint } from "../platform/ids.ts"
 import { ServerKeys } from "../platform/keys.ts"
-import { Cursors, DEFAULT_PAGE_SIZE, pageOf, TimeIdPosition, timeIdPosition } from "../platform/pagination.ts"
+import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { seal } from "../platform/secretBox.ts"
+import { currentDate, orFail } from "../platform/serviceKit.ts"
 import { findEnvironment, findProject } from "../projects/scope.ts"
-import type { PageRequest } from "../workspaces/service.ts"
 
 /** The `{scope}` prefix a request came in under. */
 export type SecretScope =
@@ -130,8 +131,6 @@ export class SecretsService extends Context.Service<SecretsService, {
       const cursors = yield* Cursors
       const { kek } = yield* ServerKeys
 
-      const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
-
       /** The project or environment the route names must exist in the workspace (archived ones still do). */
       const requireScope = Effect.fnUntraced(function*(workspace: ResolvedWorkspace, scope: SecretScope) {
         const orgId = workspace.organization.id
@@ -140,20 +139,16 @@ export class SecretsService extends Context.Service<SecretsService, {
           yield* findProject(projects, orgId, scope.projectId)
           return
         }
-        yield* findEnvironment(environments, orgId, scope.projectId, scope.environmentId, {
-          projectId: scope.projectId,
-          environmentId: scope.environmentId
-        })
+        const { projectId, environmentId } = scope
+        yield* findEnvironment(environments, { orgId, projectId, environmentId }, { projectId, environmentId })
       })
 
       /** The secret, if it is defined at exactly this scope of this workspace. */
-      const findInScope = Effect.fnUntraced(
-        function*(workspace: ResolvedWorkspace, scope: SecretScope, secretId: SecretId) {
-          const row = yield* secrets.find(workspace.organization.id, secretId)
-          if (Option.isNone(row) || !sameScope(row.value, scope)) return yield* secretNotFound(secretId)
-          return row.value
-        }
-      )
+      const findInScope = (workspace: ResolvedWorkspace, scope: SecretScope, secretId: SecretId) =>
+        secrets.find({ orgId: workspace.organization.id, secretId }).pipe(
+          Effect.map(Option.filter((row) => sameScope(row, scope))),
+          orFail(() => secretNotFound(secretId))
+        )
 
       const record = (actor: Actor, row: SecretRow, change: "created" | "rotated" | "revoked") =>
         events.record({
@@ -172,28 +167,22 @@ export class SecretsService extends Context.Service<SecretsService, {
         list: Effect.fn("SecretsService.list")(function*(workspace, scope, query) {
           const filter = yield* listFilterOf(scope, query.scope)
           yield* requireScope(workspace, scope)
-          const binding = { endpoint: "secrets.list", scope: workspace.organization.id, filters: { ...filter } }
-          const after = yield* cursors.decode(binding, query.cursor, TimeIdPosition)
-          const limit = query.limit ?? DEFAULT_PAGE_SIZE
-          const rows = yield* secrets.list(
-            workspace.organization.id,
-            filter,
-            after === undefined
-              ? { limit: limit + 1 }
-              : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
+          const orgId = workspace.organization.id
+          const { items, cursor } = yield* keysetPage(
+            cursors,
+            { endpoint: "secrets.list", scope: orgId, filters: { ...filter } },
+            query,
+            (window) => secrets.list({ orgId, filter, ...window }),
+            idPosition
           )
-          const { items, next } = pageOf(rows, limit, (row) => timeIdPosition(row.createdAt, row.id))
-          return {
-            data: { secrets: items.map(toSecret) },
-            cursor: next === undefined ? null : cursors.encode(binding, next)
-          }
+          return { data: { secrets: items.map(toSecret) }, cursor }
         }),
 
         create: Effect.fn("SecretsService.create")(function*(actor, workspace, scope, input) {
           yield* requireScope(workspace, scope)
-          const at = yield* now
+          const at = yield* currentDate
           const row: SecretRow = {
-            id: newId("sec_", at.getTime()) as SecretId,
+            id: mint.secret(at.getTime()),
             orgId: workspace.organization.id,
             projectId: scope.kind === "organization" ? null : scope.projectId,
             environmentId: scope.kind === "environment" ? scope.environmentId : null,
@@ -239,10 +228,12 @@ export class SecretsService extends Context.Service<SecretsService, {
                 status: current.status
               })
             }
-            const rotated = yield* secrets.rotate(workspace.organization.id, secretId, {
+            const rotated = yield* secrets.rotate({
+              orgId: workspace.organization.id,
+              secretId,
               sealedValue: seal(kek, input.value),
               kekId: kek.id,
-              at: yield* now
+              at: yield* currentDate
             })
             if (Option.isNone(rotated)) {
               return yield* wireError(Conflict, "Secret is revoked and cannot be rotated", {
@@ -259,7 +250,11 @@ export class SecretsService extends Context.Service<SecretsService, {
           yield* requireScope(workspace, scope)
           return yield* tx.withTransaction(Effect.gen(function*() {
             yield* findInScope(workspace, scope, secretId)
-            const revoked = yield* secrets.revoke(workspace.organization.id, secretId, yield* now)
+            const revoked = yield* secrets.revoke({
+              orgId: workspace.organization.id,
+              secretId,
+              at: yield* currentDate
+            })
             // Already revoked (or revoked by a concurrent request): DELETE is idempotent, answering the final state.
             if (Option.isNone(revoked)) return { secret: toSecret(yield* findInScope(workspace, scope, secretId)) }
             yield* record(actor, revoked.value, "revoked")

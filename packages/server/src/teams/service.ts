@@ -7,11 +7,11 @@ import {
   type Actor,
   Conflict,
   Forbidden,
-  isProjectRole,
   NotFound,
   type Paged,
   type ProjectId,
   type ResolvedWorkspace,
+  subjectTypeOf,
   type Team,
   type TeamId,
   type TeamMember,
@@ -23,32 +23,25 @@ import {
   wireError
 } from "@cp/domain"
 import {
+  idPosition,
   MembersRepo,
   ProjectsRepo,
   RoleBindingsRepo,
   type TeamGrantRow,
-  type TeamGrantTuple,
+  teamMemberPosition,
   type TeamMemberRow,
-  type TeamPagePosition,
   type TeamRow,
   TeamsRepo,
   Transactor
 } from "@cp/persistence"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
-import { mint, newUuid } from "../platform/ids.ts"
-import {
-  type CursorBinding,
-  Cursors,
-  DEFAULT_PAGE_SIZE,
-  pageOf,
-  TimeIdPosition,
-  timeIdPosition
-} from "../platform/pagination.ts"
-import { coversRole } from "../platform/rbac.ts"
+import { mint } from "../platform/ids.ts"
+import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
+import { currentDate, orFail } from "../platform/serviceKit.ts"
+import { insertWithSlug, slugify } from "../platform/slugs.ts"
 import { requireProjectIn } from "../projects/scope.ts"
-import type { PageRequest } from "../workspaces/service.ts"
-import { nextFreeSlug, slugify } from "../workspaces/slugs.ts"
+import { checkedTuple, grantChange, joinRefusal, subjectIdProblem, tupleProblems, uncoveredGrant } from "./rules.ts"
 
 export const toTeam = (row: TeamRow): Team => ({
   id: row.id,
@@ -72,63 +65,24 @@ export const toTeamRoleGrant = (row: TeamGrantRow): TeamRoleGrant => ({
   scopeRef: row.scopeRef
 })
 
-/** The subject type an id's prefix names; undefined for anything that is neither a user nor a service principal. */
-export const subjectTypeOf = (subjectId: string): TeamSubjectType | undefined =>
-  /^usr_[0-9A-HJKMNP-TV-Z]{26}$/.test(subjectId)
-    ? "user"
-    : /^sp_[0-9A-HJKMNP-TV-Z]{26}$/.test(subjectId)
-    ? "service_principal"
-    : undefined
-
 const teamNotFound = (teamId: string) => wireError(NotFound, "Team not found", { teamId })
 
-/**
- * Nobody hands out (or takes back) through a team a role stronger than its own: an admin may not make or unmake
- * owners (contract §5), nor billing admins (`billing.manage` is not the admin's), as with API keys.
- */
+/** The 403 for handing out or taking back (by a grant, or by changing a team's members) a role stronger than yours. */
 const exceedsCaller = (what: string, role: string) =>
   wireError(Forbidden, `You cannot ${what}: role ${role} holds permissions you do not`, {
     reason: "exceeds_caller",
     role
   })
 
-/** The first of `grants` whose role the caller does not cover, if any. */
-const uncovered = (workspace: ResolvedWorkspace, grants: ReadonlyArray<TeamGrantTuple>) =>
-  grants.find((grant) =>
-    !coversRole(workspace.grants, grant.role, grant.scopeKind === "project" ? grant.scopeRef : null)
-  )
+const slugTaken = (slug: string) =>
+  wireError(Conflict, `The slug '${slug}' is taken in this workspace`, { field: "slug" })
 
-/**
- * The rules across the fields of a grant tuple, every failing field at once: `scopeRef` names a project exactly
- * when `scopeKind` is `project`, project roles are granted on projects only (and workspace roles never on one), and
- * `account` scope exists only on an account root.
- */
-type CheckedTuple = TeamGrantTuple & { readonly scopeRef: ProjectId | null }
-
-const checkTuple = (
-  tuple: TeamRoleTuple,
-  workspace: ResolvedWorkspace
-): Effect.Effect<CheckedTuple, ValidationFailed> => {
-  const fields: Record<string, Array<string>> = {}
-  const scopeRef = tuple.scopeRef ?? null
-  if (tuple.scopeKind === "project" && scopeRef === null) {
-    fields["scopeRef"] = ["is required when scopeKind is 'project'"]
-  }
-  if (tuple.scopeKind !== "project" && scopeRef !== null) {
-    fields["scopeRef"] = ["must be absent unless scopeKind is 'project'"]
-  }
-  if (tuple.scopeKind === "project" && !isProjectRole(tuple.role)) {
-    fields["role"] = ["must be project_admin, project_builder or project_viewer when scopeKind is 'project'"]
-  }
-  if (tuple.scopeKind !== "project" && isProjectRole(tuple.role)) {
-    fields["role"] = [`is a project role: grant it with scopeKind 'project' and a scopeRef`]
-  }
-  if (tuple.scopeKind === "account" && !workspace.organization.isAccountRoot) {
-    fields["scopeKind"] = ["'account' is valid only on an account root"]
-  }
-  return Object.keys(fields).length > 0
-    ? Effect.fail(validationFailed(fields))
-    : Effect.succeed({ teamId: tuple.teamId, role: tuple.role, scopeKind: tuple.scopeKind, scopeRef })
+/** The tuple as stored, or the 422 naming every field that breaks the rules across them. */
+const validTuple = (tuple: TeamRoleTuple, workspace: ResolvedWorkspace) => {
+  const problems = tupleProblems(tuple, workspace.organization.isAccountRoot)
+  return Object.keys(problems).length > 0
+    ? Effect.fail(validationFailed(problems))
+    : Effect.succeed(checkedTuple(tuple))
 }
 
 export class TeamsService extends Context.Service<TeamsService, {
@@ -196,53 +150,16 @@ export class TeamsService extends Context.Service<TeamsService, {
       const events = yield* EventLog
       const cursors = yield* Cursors
 
-      const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
-
-      /** One keyset page of a newest-first list, behind a cursor bound to the list, its scope and its filters. */
-      const keysetPage = Effect.fnUntraced(function*<Row>(
-        binding: CursorBinding,
-        page: PageRequest,
-        fetch: (
-          window: { readonly limit: number; readonly after?: TeamPagePosition }
-        ) => Effect.Effect<ReadonlyArray<Row>>,
-        positionOf: (row: Row) => TeamPagePosition
-      ) {
-        const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
-        const limit = page.limit ?? DEFAULT_PAGE_SIZE
-        const rows = yield* fetch(
-          after === undefined
-            ? { limit: limit + 1 }
-            : { limit: limit + 1, after: { at: new Date(after.at), key: after.id } }
-        )
-        const { items, next } = pageOf(rows, limit, (row) => {
-          const { at, key } = positionOf(row)
-          return timeIdPosition(at, key)
-        })
-        return { items, cursor: next === undefined ? null : cursors.encode(binding, next) }
-      })
-
       const findTeam = (workspace: ResolvedWorkspace, teamId: TeamId) =>
-        Effect.flatMap(
-          teams.find(workspace.organization.id, teamId),
-          Option.match({
-            onNone: () => Effect.fail(teamNotFound(teamId)),
-            onSome: Effect.succeed
-          })
-        )
+        teams.find({ orgId: workspace.organization.id, teamId }).pipe(orFail(() => teamNotFound(teamId)))
 
       /** The team, locked against a concurrent delete for the rest of the transaction. */
       const lockTeam = (workspace: ResolvedWorkspace, teamId: TeamId) =>
-        Effect.flatMap(
-          teams.findLocked(workspace.organization.id, teamId),
-          Option.match({
-            onNone: () => Effect.fail(teamNotFound(teamId)),
-            onSome: Effect.succeed
-          })
-        )
+        teams.findLocked({ orgId: workspace.organization.id, teamId }).pipe(orFail(() => teamNotFound(teamId)))
 
       /** Who is in a team (or whether it exists) decides who holds its roles: changing it needs them all covered. */
       const requireCoversTeam = Effect.fnUntraced(function*(workspace: ResolvedWorkspace, team: TeamRow, what: string) {
-        const stronger = uncovered(workspace, yield* teams.grantsOf(team.id))
+        const stronger = uncoveredGrant(workspace.grants, yield* teams.grantsOf(team.id))
         if (stronger !== undefined) return yield* exceedsCaller(what, stronger.role)
       })
 
@@ -265,43 +182,20 @@ export class TeamsService extends Context.Service<TeamsService, {
           description
         })
 
-      /** A derived slug takes the first free `-N` suffix in the workspace; a racing create makes it try the next. */
-      const insertWithDerivedSlug = (base: Omit<TeamRow, "slug">) => {
-        const wanted = slugify(base.name, "team")
-        return Effect.gen(function*() {
-          const row: TeamRow = {
-            ...base,
-            slug: nextFreeSlug(wanted, new Set(yield* teams.slugsStartingWith(base.orgId, wanted)))
-          }
-          yield* tx.withTransaction(teams.insert(row))
-          return row
-        }).pipe(Effect.retry({ times: 5, while: (e) => e._tag === "UniqueViolation" }), Effect.orDie)
-      }
-
-      const slugTaken = (slug: string) =>
-        wireError(Conflict, `The slug '${slug}' is taken in this workspace`, { field: "slug" })
-
-      /**
-       * Whether the subject may join a team of this workspace: an active member of it, or a service principal with a
-       * binding on it (API keys have no membership). A project-scoped key's principal never joins: a team's grants
-       * would take it outside its project.
-       */
+      /** 404 unless the subject belongs to the workspace; 422 for a project-scoped key's principal. */
       const checkJoinable = Effect.fnUntraced(function*(
         workspace: ResolvedWorkspace,
         subjectType: TeamSubjectType,
         subjectId: string
       ) {
-        const orgId = workspace.organization.id
-        const membership = yield* members.find(orgId, subjectType, subjectId)
-        const held = yield* bindings.listForSubject(orgId, subjectType, subjectId)
-        const belongs = Option.exists(membership, (member) => member.status === "active") || held.length > 0
-        if (!belongs) {
-          return yield* wireError(NotFound, "No such member in this workspace", { subjectId })
-        }
-        if (subjectType === "service_principal" && held.some((binding) => binding.scopeKind === "project")) {
-          return yield* validationFailed({
-            subjectId: ["is the service principal of a project-scoped API key, which cannot join a team"]
-          })
+        const subject = { orgId: workspace.organization.id, subjectType, subjectId }
+        switch (joinRefusal(subjectType, yield* members.find(subject), yield* bindings.listForSubject(subject))) {
+          case "not_in_workspace":
+            return yield* wireError(NotFound, "No such member in this workspace", { subjectId })
+          case "project_scoped_key":
+            return yield* validationFailed({
+              subjectId: ["is the service principal of a project-scoped API key, which cannot join a team"]
+            })
         }
       })
 
@@ -309,32 +203,33 @@ export class TeamsService extends Context.Service<TeamsService, {
         list: Effect.fn("Teams.list")(function*(workspace, page) {
           const orgId = workspace.organization.id
           const { items, cursor } = yield* keysetPage(
+            cursors,
             { endpoint: "teams.list", scope: orgId },
             page,
-            (window) => teams.list(orgId, window),
-            (row) => ({ at: row.createdAt, key: row.id })
+            (window) => teams.list({ orgId, ...window }),
+            idPosition
           )
           return { data: { teams: items.map(toTeam) }, cursor }
         }),
 
         create: Effect.fn("Teams.create")(function*(actor, workspace, input) {
-          const at = yield* now
+          const at = yield* currentDate
+          const orgId = workspace.organization.id
           const base = {
             id: mint.team(at.getTime()),
-            orgId: workspace.organization.id,
+            orgId,
             name: input.name.trim(),
             status: "active" as const,
             createdAt: at,
             updatedAt: at
           }
-          const slug = input.slug
           return yield* tx.withTransaction(Effect.gen(function*() {
-            const row = slug === undefined
-              ? yield* insertWithDerivedSlug(base)
-              : yield* teams.insert({ ...base, slug }).pipe(
-                Effect.as({ ...base, slug }),
-                Effect.catchTag("UniqueViolation", () => Effect.fail(slugTaken(slug)))
-              )
+            const row = yield* insertWithSlug(tx, { requested: input.slug, base: slugify(base.name, "team") }, {
+              taken: (slugBase) => teams.slugsStartingWith({ orgId, base: slugBase }),
+              withSlug: (slug): TeamRow => ({ ...base, slug }),
+              insert: teams.insert,
+              slugTaken
+            })
             yield* record(
               workspace,
               eventActorOf(actor),
@@ -356,16 +251,18 @@ export class TeamsService extends Context.Service<TeamsService, {
           if (name === undefined && patch.slug === undefined) {
             return { team: toTeam(yield* findTeam(workspace, teamId)) }
           }
-          const at = yield* now
+          const at = yield* currentDate
           return yield* tx.withTransaction(Effect.gen(function*() {
             const before = yield* lockTeam(workspace, teamId)
-            const updated = yield* teams.update(workspace.organization.id, teamId, {
+            const updated = yield* teams.update({
+              orgId: workspace.organization.id,
+              teamId,
               name,
               slug: patch.slug,
               updatedAt: at
             }).pipe(
               Effect.catchTag("UniqueViolation", () => Effect.fail(slugTaken(patch.slug ?? ""))),
-              Effect.flatMap(Option.match({ onNone: () => Effect.fail(teamNotFound(teamId)), onSome: Effect.succeed }))
+              orFail(() => teamNotFound(teamId))
             )
             yield* record(workspace, eventActorOf(actor), updated, "team.updated", {
               name: updated.name,
@@ -381,8 +278,7 @@ export class TeamsService extends Context.Service<TeamsService, {
           return yield* tx.withTransaction(Effect.gen(function*() {
             const team = yield* findTeam(workspace, teamId)
             yield* requireCoversTeam(workspace, team, "delete this team")
-            const deleted = yield* teams.delete(workspace.organization.id, teamId)
-            if (Option.isNone(deleted)) return yield* teamNotFound(teamId)
+            yield* teams.delete({ orgId: workspace.organization.id, teamId }).pipe(orFail(() => teamNotFound(teamId)))
             yield* record(
               workspace,
               eventActorOf(actor),
@@ -398,24 +294,20 @@ export class TeamsService extends Context.Service<TeamsService, {
         listMembers: Effect.fn("Teams.listMembers")(function*(workspace, teamId, page) {
           const team = yield* findTeam(workspace, teamId)
           const { items, cursor } = yield* keysetPage(
+            cursors,
             { endpoint: "teams.members", scope: team.id },
             page,
-            (window) => teams.listMembers(team.id, window),
-            (row) => ({ at: row.createdAt, key: row.subjectId })
+            (window) => teams.listMembers({ teamId: team.id, ...window }),
+            teamMemberPosition
           )
           return { data: { members: items.map(toTeamMember) }, cursor }
         }),
 
         addMember: Effect.fn("Teams.addMember")(function*(actor, workspace, teamId, input) {
           const subjectType = input.subjectType ?? "user"
-          if (subjectTypeOf(input.subjectId) !== subjectType) {
-            return yield* validationFailed({
-              subjectId: [
-                subjectType === "user" ? "must be a user id (usr_…)" : "must be a service principal id (sp_…)"
-              ]
-            })
-          }
-          const at = yield* now
+          const problem = subjectIdProblem(input.subjectId, subjectType)
+          if (problem !== undefined) return yield* validationFailed({ subjectId: [problem] })
+          const at = yield* currentDate
           return yield* tx.withTransaction(Effect.gen(function*() {
             const team = yield* lockTeam(workspace, teamId)
             yield* requireCoversTeam(workspace, team, "add members to this team")
@@ -448,11 +340,10 @@ export class TeamsService extends Context.Service<TeamsService, {
           return yield* tx.withTransaction(Effect.gen(function*() {
             const team = yield* lockTeam(workspace, teamId)
             const subjectType = subjectTypeOf(subjectId)
-            const notMember = wireError(NotFound, "The subject is not a member of this team", { subjectId })
-            if (subjectType === undefined) return yield* notMember
+            const notMember = () => wireError(NotFound, "The subject is not a member of this team", { subjectId })
+            if (subjectType === undefined) return yield* notMember()
             yield* requireCoversTeam(workspace, team, "remove members from this team")
-            const removed = yield* teams.deleteMember(team.id, subjectType, subjectId)
-            if (Option.isNone(removed)) return yield* notMember
+            yield* teams.deleteMember({ teamId: team.id, subjectType, subjectId }).pipe(orFail(notMember))
             yield* record(workspace, eventActorOf(actor), team, "team.member.removed", {
               subjectType,
               subjectId
@@ -466,25 +357,28 @@ export class TeamsService extends Context.Service<TeamsService, {
           const teamId = query.teamId
           if (teamId !== undefined) yield* findTeam(workspace, teamId)
           const { items, cursor } = yield* keysetPage(
+            cursors,
             { endpoint: "teams.grants", scope: orgId, filters: { teamId: teamId ?? null } },
             query,
-            (window) => teams.listGrants(orgId, { ...window, teamId }),
-            (row) => ({ at: row.createdAt, key: row.id })
+            (window) => teams.listGrants({ orgId, teamId, ...window }),
+            idPosition
           )
           return { data: { grants: items.map(toTeamRoleGrant) }, cursor }
         }),
 
         grant: Effect.fn("Teams.grant")(function*(actor, workspace, input) {
-          const tuple = yield* checkTuple(input, workspace)
+          const tuple = yield* validTuple(input, workspace)
           // Only a grant checks that its project exists: revoking by tuple keeps working whatever became of it.
           if (tuple.scopeRef !== null) {
             yield* requireProjectIn(projects, workspace.organization.id, tuple.scopeRef, "scopeRef")
           }
-          const at = yield* now
+          const at = yield* currentDate
           return yield* tx.withTransaction(Effect.gen(function*() {
             const team = yield* lockTeam(workspace, tuple.teamId)
-            if (uncovered(workspace, [tuple]) !== undefined) return yield* exceedsCaller("grant this role", tuple.role)
-            const row: TeamGrantRow = { id: newUuid(at.getTime()), ...tuple, createdAt: at }
+            if (uncoveredGrant(workspace.grants, [tuple]) !== undefined) {
+              return yield* exceedsCaller("grant this role", tuple.role)
+            }
+            const row: TeamGrantRow = { id: mint.teamGrant(at.getTime()), ...tuple, createdAt: at }
             yield* teams.insertGrant(row).pipe(
               Effect.catchTag(
                 "UniqueViolation",
@@ -497,9 +391,7 @@ export class TeamsService extends Context.Service<TeamsService, {
               team,
               "team.role.granted",
               { role: row.role, scopeKind: row.scopeKind, scopeRef: row.scopeRef },
-              `Team ${team.name} granted ${row.role} on ${row.scopeKind}${
-                row.scopeRef === null ? "" : ` ${row.scopeRef}`
-              }`,
+              grantChange(team.name, "granted", row),
               tuple.scopeRef
             )
             return { grant: toTeamRoleGrant(row) }
@@ -507,23 +399,22 @@ export class TeamsService extends Context.Service<TeamsService, {
         }),
 
         revoke: Effect.fn("Teams.revoke")(function*(actor, workspace, input) {
-          const tuple = yield* checkTuple(input, workspace)
+          const tuple = yield* validTuple(input, workspace)
           return yield* tx.withTransaction(Effect.gen(function*() {
             const team = yield* lockTeam(workspace, tuple.teamId)
-            if (uncovered(workspace, [tuple]) !== undefined) return yield* exceedsCaller("revoke this role", tuple.role)
-            const revoked = yield* teams.deleteGrant(tuple)
-            if (Option.isNone(revoked)) {
-              return yield* wireError(NotFound, "The team does not hold this role on this scope", { ...tuple })
+            if (uncoveredGrant(workspace.grants, [tuple]) !== undefined) {
+              return yield* exceedsCaller("revoke this role", tuple.role)
             }
+            yield* teams.deleteGrant(tuple).pipe(
+              orFail(() => wireError(NotFound, "The team does not hold this role on this scope", { ...tuple }))
+            )
             yield* record(
               workspace,
               eventActorOf(actor),
               team,
               "team.role.revoked",
               { role: tuple.role, scopeKind: tuple.scopeKind, scopeRef: tuple.scopeRef },
-              `Team ${team.name} lost ${tuple.role} on ${tuple.scopeKind}${
-                tuple.scopeRef === null ? "" : ` ${tuple.scopeRef}`
-              }`,
+              grantChange(team.name, "lost", tuple),
               tuple.scopeRef
             )
             return { deleted: true as const }

@@ -10,25 +10,28 @@ import {
   type PermissionDecision,
   type ProjectId,
   type ResolvedWorkspace,
+  subjectTypeOf,
   type UserId,
   type ValidationFailed,
   wireError
 } from "@cp/domain"
-import { MembersRepo, type OrganizationRow, OrganizationsRepo, RoleBindingsRepo, Transactor } from "@cp/persistence"
-import { Clock, Context, Effect, Layer, Option } from "effect"
-import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
-import { mint, newUuid } from "../platform/ids.ts"
 import {
-  Cursors,
-  DEFAULT_PAGE_SIZE,
-  pageOf,
-  rowsAfter,
-  TimeIdPosition,
-  timeIdPosition
-} from "../platform/pagination.ts"
+  idPosition,
+  MembersRepo,
+  type OrganizationRow,
+  OrganizationsRepo,
+  RoleBindingsRepo,
+  Transactor,
+  windowOf
+} from "@cp/persistence"
+import { Context, Effect, Layer, Option } from "effect"
+import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
+import { mint } from "../platform/ids.ts"
+import { type CursorBinding, Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { decide, effectiveAccess } from "../platform/rbac.ts"
+import { currentDate } from "../platform/serviceKit.ts"
+import { insertWithDerivedSlug, insertWithSlug, slugify, type SlugSteps } from "../platform/slugs.ts"
 import { grantsOf } from "./grants.ts"
-import { nextFreeSlug, slugify } from "./slugs.ts"
 
 export const toOrganization = (row: OrganizationRow): Organization => ({
   id: row.id,
@@ -41,18 +44,10 @@ export const toOrganization = (row: OrganizationRow): Organization => ({
   createdAt: row.createdAt
 })
 
-export interface PageRequest {
-  readonly limit?: number
-  readonly cursor?: string
-}
-
 export interface CreatedWorkspace {
   readonly organization: Organization
   readonly membership: { readonly role: "owner"; readonly joinedAt: Date }
 }
-
-const subjectTypeOf = (subjectId: string): "user" | "service_principal" | undefined =>
-  subjectId.startsWith("usr_") ? "user" : subjectId.startsWith("sp_") ? "service_principal" : undefined
 
 export class WorkspacesService extends Context.Service<WorkspacesService, {
   readonly create: (
@@ -85,13 +80,11 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
       const events = yield* EventLog
       const cursors = yield* Cursors
 
-      type NewWorkspace = Omit<OrganizationRow, "slug">
-
       /** The workspace row under the owner's account, or a new account root when the owner has none. */
       const workspaceRow = Effect.fnUntraced(function*(name: string, owner: UserId, now: Date) {
         const root = yield* orgs.findEarliestOwnedAccountRoot(owner)
         const publicId = mint.workspaceRef(now.getTime())
-        const row: NewWorkspace = {
+        return {
           id: mint.org(now.getTime()),
           publicId,
           name,
@@ -101,42 +94,23 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
           createdAt: now,
           updatedAt: now
         }
-        return row
       })
 
-      /** An explicitly requested slug that is taken is the caller's conflict (contract §4). */
-      const insertWithSlug = (slug: string) => (base: NewWorkspace) => {
-        const row = { ...base, slug }
-        return orgs.insert(row).pipe(
-          Effect.as(row),
-          Effect.catchTag(
-            "UniqueViolation",
-            () => Effect.fail(wireError(Conflict, `The slug '${slug}' is taken`, { field: "slug" }))
-          )
-        )
-      }
-
-      /**
-       * A derived slug takes the first free `-N` suffix. A concurrent create can take it between the read and
-       * the insert, so the insert runs in a savepoint and retries with the next one.
-       */
-      const insertWithDerivedSlug = (from: string) => (base: NewWorkspace) => {
-        const wanted = slugify(from)
-        return Effect.gen(function*() {
-          const row = { ...base, slug: nextFreeSlug(wanted, new Set(yield* orgs.slugsStartingWith(wanted))) }
-          yield* tx.withTransaction(orgs.insert(row))
-          return row
-        }).pipe(Effect.retry({ times: 5, while: (e) => e._tag === "UniqueViolation" }), Effect.orDie)
-      }
+      const slugTaken = (slug: string) => wireError(Conflict, `The slug '${slug}' is taken`, { field: "slug" })
 
       const createFor = Effect.fnUntraced(function*<E>(
         owner: UserId,
         name: string,
-        insert: (base: NewWorkspace) => Effect.Effect<OrganizationRow, E>,
+        insert: (steps: SlugSteps<OrganizationRow>) => Effect.Effect<OrganizationRow, E>,
         actor: EventActor
       ) {
-        const now = new Date(yield* Clock.currentTimeMillis)
-        const row = yield* insert(yield* workspaceRow(name, owner, now))
+        const now = yield* currentDate
+        const base = yield* workspaceRow(name, owner, now)
+        const row = yield* insert({
+          taken: orgs.slugsStartingWith,
+          withSlug: (slug) => ({ ...base, slug }),
+          insert: orgs.insert
+        })
         const memberId = mint.member(now.getTime())
         // Fresh ids on a fresh workspace: a collision here is a defect, not a caller's conflict.
         yield* members.insert({
@@ -148,7 +122,7 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
           joinedAt: now
         }).pipe(Effect.orDie)
         yield* bindings.insert({
-          id: newUuid(now.getTime()),
+          id: mint.roleBinding(now.getTime()),
           orgId: row.id,
           subjectType: "user",
           subjectId: owner,
@@ -177,7 +151,19 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
         return { organization: toOrganization(row), membership: { role: "owner" as const, joinedAt: now } }
       })
 
-      const listBinding = (endpoint: string, scope: string) => ({ endpoint, scope })
+      /** A page of a list read whole (a subject's workspaces, an account's children): newest first by creation. */
+      const pageOfAll = <Row extends { readonly createdAt: Date; readonly id: string }>(
+        binding: CursorBinding,
+        page: PageRequest,
+        all: Effect.Effect<ReadonlyArray<Row>>
+      ) =>
+        keysetPage(
+          cursors,
+          binding,
+          page,
+          (window) => Effect.map(all, (rows) => windowOf(rows, idPosition, window)),
+          idPosition
+        )
 
       return WorkspacesService.of({
         create: Effect.fn("Workspaces.create")(function*(actor, input) {
@@ -185,46 +171,41 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
             return yield* wireError(Forbidden, "Only a signed-in user can create a workspace")
           }
           const name = input.name.trim()
-          const insert = input.slug === undefined ? insertWithDerivedSlug(name) : insertWithSlug(input.slug)
+          const slug = { requested: input.slug, base: slugify(name) }
+          const insert = (steps: SlugSteps<OrganizationRow>) => insertWithSlug(tx, slug, { ...steps, slugTaken })
           return yield* tx.withTransaction(createFor(actor.userId, name, insert, eventActorOf(actor)))
         }),
 
         createPersonal: (userId, emailLocalPart) =>
-          createFor(userId, "Personal", insertWithDerivedSlug(emailLocalPart), { actorType: "user", actorId: userId }),
+          createFor(
+            userId,
+            "Personal",
+            (steps) => insertWithDerivedSlug(tx, slugify(emailLocalPart), steps),
+            { actorType: "user", actorId: userId }
+          ),
 
         list: Effect.fn("Workspaces.list")(function*(actor, page) {
-          const binding = listBinding("organizations.list", actor.kind === "user" ? actor.userId : actor.orgId)
-          const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
-          const limit = page.limit ?? DEFAULT_PAGE_SIZE
-          const rows = actor.kind === "user"
-            ? yield* members.listOrgsForSubject("user", actor.userId)
-            : Option.toArray(yield* orgs.findById(actor.orgId))
-          const { items, next } = pageOf(
-            rowsAfter(rows, after, limit, (row) => ({ at: row.createdAt, id: row.id })),
-            limit,
-            (row) => timeIdPosition(row.createdAt, row.id)
+          const { items, cursor } = yield* pageOfAll(
+            { endpoint: "organizations.list", scope: actor.kind === "user" ? actor.userId : actor.orgId },
+            page,
+            actor.kind === "user"
+              ? members.listOrgsForSubject({ subjectType: "user", subjectId: actor.userId })
+              : Effect.map(orgs.findById(actor.orgId), Option.toArray)
           )
-          return {
-            data: { organizations: items.map(toOrganization) },
-            cursor: next === undefined ? null : cursors.encode(binding, next)
-          }
+          return { data: { organizations: items.map(toOrganization) }, cursor }
         }),
 
         children: Effect.fn("Workspaces.children")(function*(workspace, page) {
-          const binding = listBinding("organizations.children", workspace.organization.id)
-          const after = yield* cursors.decode(binding, page.cursor, TimeIdPosition)
-          const limit = page.limit ?? DEFAULT_PAGE_SIZE
-          const rows = workspace.organization.isAccountRoot
-            ? yield* orgs.listChildren(workspace.organization.workspaceRef)
-            : []
-          const { items, next } = pageOf(
-            rowsAfter(rows, after, limit, (row) => ({ at: row.createdAt, id: row.id })),
-            limit,
-            (row) => timeIdPosition(row.createdAt, row.id)
+          const { items, cursor } = yield* pageOfAll(
+            { endpoint: "organizations.children", scope: workspace.organization.id },
+            page,
+            workspace.organization.isAccountRoot
+              ? orgs.listChildren(workspace.organization.workspaceRef)
+              : Effect.succeed([])
           )
           return {
             data: { workspaces: items.map((row) => ({ orgId: row.id, workspaceRef: row.publicId, name: row.name })) },
-            cursor: next === undefined ? null : cursors.encode(binding, next)
+            cursor
           }
         }),
 

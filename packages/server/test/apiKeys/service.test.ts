@@ -11,10 +11,7 @@ import {
   Forbidden,
   type Grant,
   type OrgId,
-  ProjectId,
   type Role,
-  SessionId,
-  UserId,
   ValidationFailed
 } from "@cp/domain"
 import { ApiKeysRepo, UsersRepo } from "@cp/persistence"
@@ -28,7 +25,7 @@ import { SecurityLog } from "../../src/identity/securityLog.ts"
 import { ActorResolver } from "../../src/platform/actors.ts"
 import { AppConfig, parseConfig } from "../../src/platform/config.ts"
 import { EventLog } from "../../src/platform/events.ts"
-import { newId } from "../../src/platform/ids.ts"
+import { mint } from "../../src/platform/ids.ts"
 import { ServerKeys } from "../../src/platform/keys.ts"
 import { Cursors } from "../../src/platform/pagination.ts"
 import { coversRole } from "../../src/platform/rbac.ts"
@@ -53,7 +50,7 @@ const TestLayer = ApiKeysService.layer.pipe(
 /** A user who owns a fresh `Personal` workspace, and that workspace as the edge would resolve it for them. */
 const owner = Effect.gen(function*() {
   const now = new Date(0)
-  const userId = UserId.make(newId("usr_", 0))
+  const userId = mint.user(0)
   yield* (yield* UsersRepo).insert({
     id: userId,
     email: `${userId.toLowerCase()}@example.test`,
@@ -64,7 +61,7 @@ const owner = Effect.gen(function*() {
     updatedAt: now
   }).pipe(Effect.orDie)
   const { organization } = yield* (yield* WorkspacesService).createPersonal(userId, userId.toLowerCase())
-  const actor: Actor = { kind: "user", userId, sessionId: SessionId.make(newId("ses_", 0)) }
+  const actor: Actor = { kind: "user", userId, sessionId: mint.session(0) }
   const workspace = Option.getOrThrow(yield* (yield* WorkspaceResolver).resolve(organization.id, actor))
   return { actor, workspace }
 })
@@ -81,7 +78,7 @@ const resolve = (token: string) => Effect.flatMap(ActorResolver, (resolver) => r
 
 const lastUsedAt = (orgId: OrgId, id: ApiKeyId) =>
   Effect.map(
-    Effect.flatMap(ApiKeysRepo, (repo) => repo.findById(orgId, id)),
+    Effect.flatMap(ApiKeysRepo, (repo) => repo.findById({ orgId, id })),
     (row) => Option.getOrThrow(row).lastUsedAt?.getTime() ?? null
   )
 
@@ -155,7 +152,7 @@ describe("project keys", () => {
       const { actor, workspace } = yield* owner
       const service = yield* ApiKeysService
       const other = yield* owner
-      for (const projectId of [ProjectId.make(newId("prj_", 0)), yield* seedProject(other.workspace.organization.id)]) {
+      for (const projectId of [mint.project(0), yield* seedProject(other.workspace.organization.id)]) {
         const error = yield* Effect.flip(
           service.create(actor, workspace, { label: "ghost", role: "project_viewer", projectId })
         )
@@ -174,8 +171,8 @@ describe("project keys", () => {
 })
 
 describe("coversRole", () => {
-  const project = ProjectId.make(newId("prj_", 0))
-  const other = ProjectId.make(newId("prj_", 0))
+  const project = mint.project(0)
+  const other = mint.project(0)
   const on = (role: Role, scope: Partial<Grant> = {}): Grant => ({
     kind: "direct",
     role,

@@ -3,14 +3,16 @@
  * types, the `overridable` rule, the resolution walk with the account guardrail and the built-in defaults, masking
  * by the caller's write permission, and events that carry no values. The layer graph is the server's own minus HTTP.
  */
-import { type Actor, EnvironmentId, type OrgId } from "@cp/domain"
+import { type Actor, NotFound, type OrgId, ValidationFailed } from "@cp/domain"
 import { EnvironmentsRepo, EventLogRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { BUILTIN_SETTING_DEFAULTS, ConfigService, type ConfigTarget, matchesType } from "../../src/config/service.ts"
-import { newId } from "../../src/platform/ids.ts"
+import { BUILTIN_SETTING_DEFAULTS } from "../../src/config/resolution.ts"
+import { ConfigService, type ConfigTarget } from "../../src/config/service.ts"
+import { mint } from "../../src/platform/ids.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { fieldsOf } from "../support/errors.ts"
 import { areaServicesLayer, seedMembership, seedProject, userActor } from "../support/services.ts"
 
 const TestLayer = ConfigService.layer.pipe(Layer.provideMerge(areaServicesLayer))
@@ -21,9 +23,9 @@ const resolveWorkspace = (ref: string, actor: Actor) =>
 /** A project and an environment of `orgId`, written straight into the repositories. */
 const projectIn = (orgId: OrgId) =>
   Effect.gen(function*() {
-    const now = new Date()
+    const now = new Date(0)
     const projectId = yield* seedProject(orgId)
-    const environmentId = EnvironmentId.make(newId("env_", now.getTime()))
+    const environmentId = mint.environment(now.getTime())
     yield* (yield* EnvironmentsRepo).insert({
       id: environmentId,
       orgId,
@@ -54,73 +56,99 @@ const setup = Effect.gen(function*() {
   return { owner, root, child, rootT: yield* targetsOf(root.id, owner), childT: yield* targetsOf(child.id, owner) }
 })
 
-describe("ConfigService", () => {
-  it("matchesType", () => {
-    assert.isTrue(matchesType("a", "string"))
-    assert.isFalse(matchesType(1, "string"))
-    assert.isTrue(matchesType(1.5, "number"))
-    assert.isFalse(matchesType("1", "number"))
-    assert.isTrue(matchesType(false, "boolean"))
-    assert.isFalse(matchesType(null, "boolean"))
-    assert.isTrue(matchesType(null, "json"))
-  })
+/** Where a key resolves from at `target`, and the value it resolves to. */
+const resolvedFrom = (target: ConfigTarget, key = "walk") =>
+  Effect.map(
+    Effect.flatMap(ConfigService, (config) => config.resolveSetting(target, key)),
+    ({ setting }) => [setting.inheritedFrom.scopeKind, setting.value]
+  )
 
-  it.effect("rejects unknown projects and environments, bad values and misplaced overridable", () =>
+describe("ConfigService", () => {
+  it.effect("a project or environment of another workspace is NotFound", () =>
     Effect.gen(function*() {
       const config = yield* ConfigService
-      const { owner, childT, rootT } = yield* setup
+      const { childT, rootT } = yield* setup
       const ghost = { ...childT.ws, projectId: rootT.prj.projectId }
       const e1 = yield* Effect.flip(config.listSettings(ghost, {}))
+      assert.instanceOf(e1, NotFound)
       assert.strictEqual(e1.error.message, "Project not found")
       const e2 = yield* Effect.flip(
         config.listFeatureFlags({ ...childT.prj, environmentId: rootT.env.environmentId }, {})
       )
+      assert.instanceOf(e2, NotFound)
       assert.strictEqual(e2.error.message, "Environment not found")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a value not of its declared type is a ValidationFailed on value", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT } = yield* setup
       const e3 = yield* Effect.flip(
         config.createSetting(owner, childT.ws, { key: "n", value: "x", valueType: "number" })
       )
+      assert.instanceOf(e3, ValidationFailed)
       assert.deepStrictEqual(e3.error.details, { fields: { value: ["must be a number value"] } })
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("overridable anywhere but an account root's workspace scope is a ValidationFailed on overridable", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT, rootT } = yield* setup
       const e4 = yield* Effect.flip(config.createSetting(owner, childT.ws, { key: "n", value: 1, overridable: false }))
-      assert.hasAllKeys((e4.error.details as any).fields, ["overridable"])
+      assert.instanceOf(e4, ValidationFailed)
+      assert.hasAllKeys(fieldsOf(e4), ["overridable"])
       const e5 = yield* Effect.flip(config.createSetting(owner, rootT.env, { key: "n", value: 1, overridable: true }))
-      assert.hasAllKeys((e5.error.details as any).fields, ["overridable"])
+      assert.instanceOf(e5, ValidationFailed)
+      assert.hasAllKeys(fieldsOf(e5), ["overridable"])
       const ok = yield* config.createSetting(owner, rootT.ws, { key: "n", value: 1, overridable: false })
       assert.strictEqual(ok.setting.value, 1)
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("resolve: environment, project, workspace, account, default; the guardrail wins", () =>
+  it.effect("resolve: a built-in key answers its default; a key set nowhere is NotFound", () =>
     Effect.gen(function*() {
       const config = yield* ConfigService
-      const { owner, childT, rootT } = yield* setup
-      const from = (target: ConfigTarget, key = "walk") =>
-        Effect.map(
-          config.resolveSetting(target, key),
-          ({ setting }) => [setting.inheritedFrom.scopeKind, setting.value]
-        )
-      assert.deepStrictEqual(yield* from(childT.env, "audit.retentionDays"), [
+      const { childT } = yield* setup
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env, "audit.retentionDays"), [
         "default",
         BUILTIN_SETTING_DEFAULTS["audit.retentionDays"]!.value
       ])
       const none = yield* Effect.flip(config.resolveSetting(childT.env, "walk"))
+      assert.instanceOf(none, NotFound)
       assert.strictEqual(none.error.details["key"], "walk")
-      const account = yield* config.createSetting(owner, rootT.ws, { key: "walk", value: "account" })
-      assert.deepStrictEqual(yield* from(childT.env), ["account", "account"])
-      assert.deepStrictEqual(yield* from(rootT.env), ["organization", "account"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("resolve walks environment, project, workspace, account: the deepest scope set answers", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT, rootT } = yield* setup
+      yield* config.createSetting(owner, rootT.ws, { key: "walk", value: "account" })
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env), ["account", "account"])
+      assert.deepStrictEqual(yield* resolvedFrom(rootT.env), ["organization", "account"])
       yield* config.createSetting(owner, childT.ws, { key: "walk", value: "ws" })
-      assert.deepStrictEqual(yield* from(childT.env), ["organization", "ws"])
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env), ["organization", "ws"])
       yield* config.createSetting(owner, childT.prj, { key: "walk", value: "prj" })
-      assert.deepStrictEqual(yield* from(childT.env), ["project", "prj"])
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env), ["project", "prj"])
       yield* config.createSetting(owner, childT.env, { key: "walk", value: "env" })
-      assert.deepStrictEqual(yield* from(childT.env), ["environment", "env"])
+      assert.deepStrictEqual(yield* resolvedFrom(childT.env), ["environment", "env"])
       yield* config.createSetting(owner, rootT.env, { key: "walk", value: "root-env" })
-      assert.deepStrictEqual(yield* from(rootT.env), ["environment", "root-env"])
+      assert.deepStrictEqual(yield* resolvedFrom(rootT.env), ["environment", "root-env"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a locked guardrail on the account root wins at every scope of its children; the root answers itself", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigService
+      const { owner, childT, rootT } = yield* setup
+      const account = yield* config.createSetting(owner, rootT.ws, { key: "walk", value: "account" })
+      for (const target of [childT.ws, childT.prj, childT.env, rootT.env]) {
+        yield* config.createSetting(owner, target, { key: "walk", value: "lower" })
+      }
       yield* config.updateSetting(owner, rootT.ws, account.setting.id, { overridable: false })
       for (const target of [childT.env, childT.prj, childT.ws]) {
         const { setting } = yield* config.resolveSetting(target, "walk")
         assert.deepInclude(setting, { value: "account", overridable: false, inheritedFrom: { scopeKind: "account" } })
       }
       for (const target of [rootT.env, rootT.prj, rootT.ws]) {
-        assert.deepStrictEqual(yield* from(target), ["organization", "account"])
+        assert.deepStrictEqual(yield* resolvedFrom(target), ["organization", "account"])
       }
     }).pipe(Effect.provide(TestLayer)))
 

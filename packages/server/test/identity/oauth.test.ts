@@ -3,7 +3,7 @@
  * by hand (start → provider consent → callback). IdentityService is a small recording stand-in over the memory
  * users table; the HTTP end-to-end version runs against the full server.
  */
-import type { LoginResult, NotFound, PreconditionFailed, UserId } from "@cp/domain"
+import { type LoginResult, NotFound, PreconditionFailed, type UserId } from "@cp/domain"
 import { OAuthRepo, Transactor, UsersRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Clock, Context, Effect, Exit, Layer, Logger, Option } from "effect"
@@ -153,13 +153,15 @@ const signIn = (profile: FakeProfile, provider = "acme") =>
     (query) => Effect.flatMap(OAuthService, (oauth) => oauth.callback(provider, query))
   )
 
-/** Asserts a 412 with the given `details.reason`. */
-const assertRefused = (error: NotFound | PreconditionFailed, reason: OAuthRefusal) =>
-  assert.deepStrictEqual([error.error.code, error.error.details], ["precondition_failed", { reason }])
+/** Asserts a PreconditionFailed with the given `details.reason`. */
+const assertRefused = (error: NotFound | PreconditionFailed, reason: OAuthRefusal) => {
+  assert.instanceOf(error, PreconditionFailed)
+  assert.deepStrictEqual(error.error.details, { reason })
+}
 
 const linkedUser = (provider: string, subject: string) =>
   Effect.map(
-    Effect.flatMap(OAuthRepo, (repo) => repo.findIdentity(provider, subject)),
+    Effect.flatMap(OAuthRepo, (repo) => repo.findIdentity({ provider, subject })),
     Option.map((identity) => identity.userId)
   )
 
@@ -343,14 +345,12 @@ describe("OAuthService", () => {
       assertRefused(yield* Effect.flip(oauth.callback("dead", { state, code: "some-code" })), "provider_error")
     }).pipe(Effect.provide(TestEnv)))
 
-  it.effect("an unknown or half-configured provider is not_found on start and callback", () =>
+  it.effect("an unknown or half-configured provider is NotFound on start and callback", () =>
     Effect.gen(function*() {
       const oauth = yield* OAuthService
       for (const provider of ["nope", "half"]) {
-        const started = yield* Effect.flip(oauth.start(provider))
-        assert.strictEqual(started.error.code, "not_found")
-        const completed = yield* Effect.flip(oauth.callback(provider, { state: "x", code: "y" }))
-        assert.strictEqual(completed.error.code, "not_found")
+        assert.instanceOf(yield* Effect.flip(oauth.start(provider)), NotFound)
+        assert.instanceOf(yield* Effect.flip(oauth.callback(provider, { state: "x", code: "y" })), NotFound)
       }
     }).pipe(Effect.provide(TestEnv)))
 

@@ -4,7 +4,7 @@
  * routes, in the recipient's list and in the workspace's list; the token travels by mail (and in the answer only in
  * development and test); accepting writes the member, its role binding and both events in one transaction.
  */
-import type { Actor, InvitationId, SessionId, UserId, WorkspaceRole } from "@cp/domain"
+import { type Actor, type ErrorDetails, Forbidden, NotFound, PreconditionFailed, type WorkspaceRole } from "@cp/domain"
 import { EventLogRepo, InvitationsRepo, OutboxRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
@@ -17,6 +17,7 @@ import { MembersService } from "../../src/members/service.ts"
 import { ActorResolver } from "../../src/platform/actors.ts"
 import { AppConfig, parseConfig } from "../../src/platform/config.ts"
 import { EventLog } from "../../src/platform/events.ts"
+import { mint } from "../../src/platform/ids.ts"
 import { ServerKeys } from "../../src/platform/keys.ts"
 import { Mailer } from "../../src/platform/mailer.ts"
 import { Cursors } from "../../src/platform/pagination.ts"
@@ -46,14 +47,13 @@ const ProductionLayer = layerFor({
   TOKEN_SIGNING_KEY: "a-production-signing-key"
 })
 
-type UserActor = Extract<Actor, { readonly kind: "user" }>
-
 /** Signs `email` in as its verified owner (creating the user and its Personal workspace); returns its actor. */
 const signIn = (email: string) =>
   Effect.gen(function*() {
     const result = yield* (yield* IdentityService).signInVerifiedEmail(email, "test")
-    const actor = Option.getOrThrow(yield* (yield* ActorResolver).resolve(result.token))
-    return actor as UserActor & { readonly userId: UserId; readonly sessionId: SessionId }
+    const actor: Actor = Option.getOrThrow(yield* (yield* ActorResolver).resolve(result.token))
+    if (actor.kind !== "user") return assert.fail(`a session token resolved to a ${actor.kind}`)
+    return actor
   })
 
 /** The workspace as the edge resolves it for `actor` (which must see it). */
@@ -72,9 +72,23 @@ const invite = (email: string, role: WorkspaceRole = "builder") =>
     return { owner, workspace, created, mail: mail!, token: String(mail!.data["token"]) }
   })
 
-const failure = <E extends { readonly error: { readonly code: string; readonly details: Record<string, unknown> } }>(
-  error: E
-) => ({ code: error.error.code, reason: error.error.details["reason"] })
+/** Asserts a refusal: an instance of `Class` (a wire error class) whose details name `reason`. */
+const assertRefused = <C extends Forbidden | PreconditionFailed>(
+  error: unknown,
+  Class: new(props: { readonly error: { readonly message: string; readonly details?: ErrorDetails } }) => C,
+  reason: string
+) => {
+  assert.instanceOf(error, Class)
+  assert.strictEqual(error.error.details["reason"], reason)
+}
+
+/** An invitation to cy, signed in, at the instant it expires (7 days on). */
+const expiredInvitation = Effect.gen(function*() {
+  const invited = yield* invite("cy@example.test")
+  const cy = yield* signIn("cy@example.test")
+  yield* TestClock.adjust(7 * DAY)
+  return { ...invited, cy }
+})
 
 describe("InvitationsService timing", () => {
   it.effect("an invitation is valid 7 days: accepting by token 1 ms before expiry succeeds", () =>
@@ -120,28 +134,32 @@ describe("InvitationsService timing", () => {
       assert.strictEqual(accepted.membership.role, "builder")
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("at exactly 7 days the invitation is expired: both accept routes 412, no longer listed, not revocable", () =>
+  it.effect("at exactly 7 days the invitation is expired: both accept routes and revoke are refused", () =>
     Effect.gen(function*() {
       const invitations = yield* InvitationsService
-      const { created, workspace, token, owner } = yield* invite("cy@example.test")
-      const cy = yield* signIn("cy@example.test")
-      yield* TestClock.adjust(7 * DAY)
-      const expired = { code: "precondition_failed", reason: "invitation_expired" }
-      assert.deepStrictEqual(failure(yield* Effect.flip(invitations.acceptByToken(cy, workspace, token))), expired)
-      assert.deepStrictEqual(failure(yield* Effect.flip(invitations.acceptById(cy, created.invitation.id))), expired)
-      assert.deepStrictEqual(
-        failure(yield* Effect.flip(invitations.revoke(owner, workspace, created.invitation.id))),
-        expired
-      )
+      const { created, workspace, token, owner, cy } = yield* expiredInvitation
+      const expired = [PreconditionFailed, "invitation_expired"] as const
+      assertRefused(yield* Effect.flip(invitations.acceptByToken(cy, workspace, token)), ...expired)
+      assertRefused(yield* Effect.flip(invitations.acceptById(cy, created.invitation.id)), ...expired)
+      assertRefused(yield* Effect.flip(invitations.revoke(owner, workspace, created.invitation.id)), ...expired)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("an expired invitation leaves its recipient's list, and stays in the workspace's as expired", () =>
+    Effect.gen(function*() {
+      const invitations = yield* InvitationsService
+      const { created, workspace, cy } = yield* expiredInvitation
       assert.deepStrictEqual((yield* invitations.mine(cy, {})).data.invitations, [])
-      // The workspace's own list keeps it, as expired; the status filter agrees.
       const listed = (yield* invitations.list(workspace, {})).data.invitations
       assert.deepStrictEqual(listed.map((i) => [i.id, i.status]), [[created.invitation.id, "expired"]])
       assert.lengthOf((yield* invitations.list(workspace, { status: "pending" })).data.invitations, 0)
       assert.lengthOf((yield* invitations.list(workspace, { status: "expired" })).data.invitations, 1)
-      // Nothing was joined.
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("an expired invitation joined nothing, and the address may be invited again", () =>
+    Effect.gen(function*() {
+      const invitations = yield* InvitationsService
+      const { workspace, owner, cy } = yield* expiredInvitation
       assert.isTrue(Option.isNone(yield* (yield* WorkspaceResolver).resolve(workspace.organization.id, cy)))
-      // A fresh invitation to the same address is allowed once the old one expired.
       const again = yield* invitations.create(owner, workspace, { email: "cy@example.test", role: "viewer" })
       assert.strictEqual(again.invitation.expiresAt.getTime(), 14 * DAY)
     }).pipe(Effect.provide(TestLayer)))
@@ -177,10 +195,10 @@ describe("InvitationsService", () => {
       assert.deepStrictEqual(Object.keys(created), ["invitation"])
     }).pipe(Effect.provide(ProductionLayer)))
 
-  it.effect("accepting writes the member, its binding and invite.accepted + membership.added; events are redacted", () =>
+  it.effect("accepting writes the member and its binding, and records invite.accepted then membership.added", () =>
     Effect.gen(function*() {
       const invitations = yield* InvitationsService
-      const { created, workspace, token, owner } = yield* invite("eve@example.test", "viewer")
+      const { workspace, token, owner } = yield* invite("eve@example.test", "viewer")
       const eve = yield* signIn("eve@example.test")
       const accepted = yield* invitations.acceptByToken(eve, workspace, token)
       const events = yield* (yield* EventLogRepo).listEvents({ orgId: workspace.organization.id })
@@ -193,10 +211,17 @@ describe("InvitationsService", () => {
       ])
       const added = ours.find((event) => event.type === "membership.added" && event.actorId === eve.userId)
       assert.deepInclude(added?.data, { memberId: accepted.membership.id, subjectId: eve.userId, role: "viewer" })
-      assert.notInclude(JSON.stringify(events), token)
-      // A second accept of the same invitation: 412 accepted (by the same user, already a member: still 412 first).
+      assert.notInclude(JSON.stringify(events), token, "events are redacted")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a second accept of the same invitation is refused as accepted, before the membership check", () =>
+    Effect.gen(function*() {
+      const invitations = yield* InvitationsService
+      const { created, workspace, token } = yield* invite("eve2@example.test", "viewer")
+      const eve = yield* signIn("eve2@example.test")
+      yield* invitations.acceptByToken(eve, workspace, token)
       const again = yield* Effect.flip(invitations.acceptById(eve, created.invitation.id))
-      assert.deepStrictEqual(failure(again), { code: "precondition_failed", reason: "invitation_accepted" })
+      assertRefused(again, PreconditionFailed, "invitation_accepted")
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("only the recipient accepts: another user gets 403 on both routes, and nothing changes", () =>
@@ -204,14 +229,15 @@ describe("InvitationsService", () => {
       const invitations = yield* InvitationsService
       const { created, workspace, token } = yield* invite("fay@example.test")
       const mallory = yield* signIn("mallory@example.test")
-      const notRecipient = { code: "forbidden", reason: "not_recipient" }
-      assert.deepStrictEqual(
-        failure(yield* Effect.flip(invitations.acceptByToken(mallory, workspace, token))),
-        notRecipient
+      assertRefused(
+        yield* Effect.flip(invitations.acceptByToken(mallory, workspace, token)),
+        Forbidden,
+        "not_recipient"
       )
-      assert.deepStrictEqual(
-        failure(yield* Effect.flip(invitations.acceptById(mallory, created.invitation.id))),
-        notRecipient
+      assertRefused(
+        yield* Effect.flip(invitations.acceptById(mallory, created.invitation.id)),
+        Forbidden,
+        "not_recipient"
       )
       assert.deepStrictEqual((yield* invitations.mine(mallory, {})).data.invitations, [])
       // The recipient's address is compared trimmed and lower-cased.
@@ -220,7 +246,7 @@ describe("InvitationsService", () => {
       yield* invitations.acceptByToken(fay, workspace, token)
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("revoked and unknown invitations", () =>
+  it.effect("a revoked invitation is stamped, refused to its recipient and not revoked twice", () =>
     Effect.gen(function*() {
       const invitations = yield* InvitationsService
       const { created, workspace, token, owner } = yield* invite("gus@example.test")
@@ -229,16 +255,25 @@ describe("InvitationsService", () => {
       assert.strictEqual(invitation.status, "revoked")
       assert.deepStrictEqual(invitation.revokedAt, new Date(1000))
       const gus = yield* signIn("gus@example.test")
-      const revoked = { code: "precondition_failed", reason: "invitation_revoked" }
-      assert.deepStrictEqual(failure(yield* Effect.flip(invitations.acceptByToken(gus, workspace, token))), revoked)
-      assert.deepStrictEqual(
-        failure(yield* Effect.flip(invitations.revoke(owner, workspace, created.invitation.id))),
-        revoked
+      assertRefused(
+        yield* Effect.flip(invitations.acceptByToken(gus, workspace, token)),
+        PreconditionFailed,
+        "invitation_revoked"
+      )
+      assertRefused(
+        yield* Effect.flip(invitations.revoke(owner, workspace, created.invitation.id)),
+        PreconditionFailed,
+        "invitation_revoked"
       )
       assert.deepStrictEqual((yield* invitations.mine(gus, {})).data.invitations, [])
-      const unknown = yield* Effect.flip(invitations.acceptByToken(gus, workspace, `${token}x`))
-      assert.strictEqual(unknown.error.code, "not_found")
-      const missing = yield* Effect.flip(invitations.acceptById(gus, "inv_01J00000000000000000000000" as InvitationId))
-      assert.strictEqual(missing.error.code, "not_found")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("an unknown token or invitation id is NotFound", () =>
+    Effect.gen(function*() {
+      const invitations = yield* InvitationsService
+      const { workspace, token } = yield* invite("hal@example.test")
+      const hal = yield* signIn("hal@example.test")
+      assert.instanceOf(yield* Effect.flip(invitations.acceptByToken(hal, workspace, `${token}x`)), NotFound)
+      assert.instanceOf(yield* Effect.flip(invitations.acceptById(hal, mint.invitation(0))), NotFound)
     }).pipe(Effect.provide(TestLayer)))
 })

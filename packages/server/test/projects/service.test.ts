@@ -1,11 +1,11 @@
 /**
- * The projects service and the idle sweep on memory repositories under `TestClock`: the sweep is the server's own
+ * The projects service and the idle sweep on memory repositories under `TestClock`: the sweep is the server's
  * background layer (a scoped fiber on a `Schedule`, time from `Clock`) and archives environments idle past the
  * retention window, counting a never-used one from its creation, with `environment.archived` by the system actor.
  * Workflow (CI) actors, built here since no route mints them yet, list environments of their bound project and
  * nothing else, through the edge's own workspace resolver and the RBAC decision.
  */
-import { type Actor, type OrgId, type Permission, permissions, PreconditionFailed, type ProjectId } from "@cp/domain"
+import { type Actor, type Permission, permissions, PreconditionFailed, type ProjectId } from "@cp/domain"
 import { EventLogRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Option } from "effect"
@@ -41,13 +41,13 @@ const newOwner = Effect.gen(function*() {
   const actor = userActor()
   const { organization } = yield* (yield* WorkspacesService).create(actor, { name: `Root ${actor.userId.slice(-6)}` })
   const workspace = Option.getOrThrow(yield* resolve(organization.id, actor))
-  return { actor, orgId: organization.id as OrgId, workspace }
+  return { actor, orgId: organization.id, workspace }
 })
 
 const DAY = Duration.days(1)
 
 describe("projects service", () => {
-  it.effect("the idle sweep archives environments idle past the window (from creation when never used), once each", () =>
+  it.effect("the idle sweep archives environments idle past the window (from creation when unused), once each", () =>
     Effect.gen(function*() {
       const projects = yield* ProjectsService
       const { actor, orgId, workspace } = yield* newOwner
@@ -75,7 +75,7 @@ describe("projects service", () => {
       assert.deepStrictEqual(archivedEvents.map((e) => e.subjectId).sort(), [stale.id, fresh.id].sort())
       for (const event of archivedEvents) {
         assert.deepInclude(event, { actorType: "system", actorId: "system", projectId: project.id })
-        assert.strictEqual((event.data as any).reason, "idle")
+        assert.strictEqual(event.data["reason"], "idle")
       }
       // Another run finds nothing left to do.
       assert.strictEqual(yield* (yield* EnvironmentSweep).runOnce, 0)

@@ -3,17 +3,18 @@
  * rules of the list (the two spec phrases), 404 for a project or environment the workspace lacks, 409 on a duplicate
  * active key, sealing under the server's KEK, and `secrets.updated` events that never carry the value.
  */
-import { type EnvironmentId, type ErrorDetails, type ProjectId, type SecretId } from "@cp/domain"
+import { Conflict, NotFound, ValidationFailed } from "@cp/domain"
 import { EnvironmentsRepo, EventLogRepo, ProjectsRepo, SecretsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
-import { newId } from "../../src/platform/ids.ts"
+import { mint } from "../../src/platform/ids.ts"
 import { ServerKeys } from "../../src/platform/keys.ts"
 import { open } from "../../src/platform/secretBox.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { type SecretScope, SecretsService } from "../../src/secrets/service.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { fieldsOf } from "../support/errors.ts"
 import { areaServicesLayer, userActor } from "../support/services.ts"
 
 const TestLayer = SecretsService.layer.pipe(Layer.provideMerge(areaServicesLayer))
@@ -25,8 +26,8 @@ const setup = Effect.gen(function*() {
   const actor = userActor()
   const { organization } = yield* (yield* WorkspacesService).create(actor, { name: `Root ${actor.userId.slice(-6)}` })
   const workspace = Option.getOrThrow(yield* (yield* WorkspaceResolver).resolve(organization.id, actor))
-  const projectId = newId("prj_", 0) as ProjectId
-  const environmentId = newId("env_", 0) as EnvironmentId
+  const projectId = mint.project(0)
+  const environmentId = mint.environment(0)
   const now = new Date(0)
   yield* (yield* ProjectsRepo).insert({
     id: projectId,
@@ -50,29 +51,36 @@ const setup = Effect.gen(function*() {
     archivedAt: null,
     lastActiveAt: null
   }).pipe(Effect.orDie)
-  const scopes = {
-    organization: { kind: "organization" } as SecretScope,
-    project: { kind: "project", projectId } as SecretScope,
-    environment: { kind: "environment", projectId, environmentId } as SecretScope
+  const scopes: Record<SecretScope["kind"], SecretScope> = {
+    organization: { kind: "organization" },
+    project: { kind: "project", projectId },
+    environment: { kind: "environment", projectId, environmentId }
   }
   return { actor, workspace, projectId, environmentId, scopes }
 })
 
-const flipError = <A, E extends { readonly error: { readonly code: string; readonly details?: ErrorDetails } }, R>(
-  self: Effect.Effect<A, E, R>
-) => Effect.map(Effect.flip(self), (error) => ({ tag: error.error.code, details: error.error.details }))
+/** A secret created at environment scope at time 0, with its workspace and scopes. */
+const withSecret = Effect.gen(function*() {
+  const context = yield* setup
+  const created = (yield* (yield* SecretsService).create(context.actor, context.workspace, context.scopes.environment, {
+    secretKey: "DATABASE_URL",
+    value: PLAINTEXT,
+    displayName: "Database"
+  })).secret
+  const stored = Effect.map(
+    Effect.flatMap(
+      SecretsRepo,
+      (repo) => repo.find({ orgId: context.workspace.organization.id, secretId: created.id })
+    ),
+    Option.getOrThrow
+  )
+  return { ...context, created, stored }
+})
 
-describe("SecretsService", () => {
-  it.effect("creates at each scope with metadata only, sealed under the KEK; rotate bumps version; delete revokes", () =>
+describe("SecretsService create, rotate and revoke", () => {
+  it.effect("create answers metadata only, at the scope of its route", () =>
     Effect.gen(function*() {
-      const secrets = yield* SecretsService
-      const { kek } = yield* ServerKeys
-      const { actor, workspace, projectId, environmentId, scopes } = yield* setup
-      const created = (yield* secrets.create(actor, workspace, scopes.environment, {
-        secretKey: "DATABASE_URL",
-        value: PLAINTEXT,
-        displayName: "Database"
-      })).secret
+      const { actor, workspace, projectId, environmentId, created } = yield* withSecret
       assert.deepStrictEqual(created, {
         id: created.id,
         orgId: workspace.organization.id,
@@ -92,135 +100,182 @@ describe("SecretsService", () => {
       })
       assert.match(created.id, /^sec_[0-9A-HJKMNP-TV-Z]{26}$/)
       assert.notInclude(JSON.stringify(created), PLAINTEXT)
+    }).pipe(Effect.provide(TestLayer)))
 
-      const stored = Option.getOrThrow(yield* (yield* SecretsRepo).find(workspace.organization.id, created.id))
-      assert.strictEqual(stored.kekId, kek.id)
-      assert.notInclude(stored.sealedValue, PLAINTEXT)
-      assert.strictEqual(open(kek, stored.sealedValue), PLAINTEXT)
+  it.effect("the value is stored sealed under the KEK, with its key id", () =>
+    Effect.gen(function*() {
+      const { kek } = yield* ServerKeys
+      const { stored } = yield* withSecret
+      const row = yield* stored
+      assert.strictEqual(row.kekId, kek.id)
+      assert.notInclude(row.sealedValue, PLAINTEXT)
+      assert.strictEqual(open(kek, row.sealedValue), PLAINTEXT)
+    }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("rotate seals the new value and bumps the version", () =>
+    Effect.gen(function*() {
+      const secrets = yield* SecretsService
+      const { kek } = yield* ServerKeys
+      const { actor, workspace, scopes, created, stored } = yield* withSecret
       yield* TestClock.adjust(5000)
-      const rotated =
-        (yield* secrets.rotate(actor, workspace, scopes.environment, created.id, { value: `${PLAINTEXT}-2` }))
-          .secret
+      const rotated = (yield* secrets.rotate(actor, workspace, scopes.environment, created.id, {
+        value: `${PLAINTEXT}-2`
+      })).secret
       assert.deepStrictEqual(rotated, {
         ...created,
         version: 2,
         lastRotatedAt: new Date(5000),
         updatedAt: new Date(5000)
       })
-      const reStored = Option.getOrThrow(yield* (yield* SecretsRepo).find(workspace.organization.id, created.id))
-      assert.strictEqual(open(kek, reStored.sealedValue), `${PLAINTEXT}-2`)
+      assert.strictEqual(open(kek, (yield* stored).sealedValue), `${PLAINTEXT}-2`)
+    }).pipe(Effect.provide(TestLayer)))
 
-      yield* TestClock.adjust(5000)
+  it.effect("delete revokes; again it answers the final state; a revoked secret does not rotate (Conflict)", () =>
+    Effect.gen(function*() {
+      const secrets = yield* SecretsService
+      const { actor, workspace, scopes, created } = yield* withSecret
+      yield* TestClock.adjust(10_000)
       const revoked = (yield* secrets.revoke(actor, workspace, scopes.environment, created.id)).secret
-      assert.deepStrictEqual(revoked, { ...rotated, status: "revoked", updatedAt: new Date(10_000) })
-      // DELETE again answers the final state; rotate after revoke is 409.
+      assert.deepStrictEqual(revoked, { ...created, status: "revoked", updatedAt: new Date(10_000) })
       assert.deepStrictEqual((yield* secrets.revoke(actor, workspace, scopes.environment, created.id)).secret, revoked)
-      const conflict = yield* flipError(
+      const conflict = yield* Effect.flip(
         secrets.rotate(actor, workspace, scopes.environment, created.id, { value: "x" })
       )
-      assert.strictEqual(conflict.tag, "conflict")
+      assert.instanceOf(conflict, Conflict)
+    }).pipe(Effect.provide(TestLayer)))
 
-      const events = yield* (yield* EventLogRepo).listEvents({ orgId: workspace.organization.id })
+  it.effect("secrets.updated events, newest first, and their audit entries never carry the value", () =>
+    Effect.gen(function*() {
+      const secrets = yield* SecretsService
+      const log = yield* EventLogRepo
+      const { actor, workspace, scopes, created } = yield* withSecret
+      yield* secrets.rotate(actor, workspace, scopes.environment, created.id, { value: `${PLAINTEXT}-2` })
+      yield* secrets.revoke(actor, workspace, scopes.environment, created.id)
+      const orgId = workspace.organization.id
+      const events = yield* log.listEvents({ orgId })
       const secretEvents = events.filter((event) => event.type === "secrets.updated")
       assert.deepStrictEqual(
-        secretEvents.map((event) => (event.data as any).change),
+        secretEvents.map((event) => event.data["change"]),
         ["revoked", "rotated", "created"],
         "newest first"
       )
       assert.notInclude(JSON.stringify(events), PLAINTEXT)
-      assert.notInclude(
-        JSON.stringify(yield* (yield* EventLogRepo).listAudit({ orgId: workspace.organization.id } as never)),
-        PLAINTEXT
-      )
+      assert.notInclude(JSON.stringify(yield* log.listAudit({ orgId, limit: 100 })), PLAINTEXT)
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("a duplicate active key in one scope is 409; other scopes and revoked keys are free", () =>
+  it.effect("a duplicate active key in one scope is a Conflict; other scopes and revoked keys are free", () =>
     Effect.gen(function*() {
       const secrets = yield* SecretsService
       const { actor, workspace, scopes } = yield* setup
       const input = { secretKey: "API_TOKEN", value: "v", displayName: "Token" }
       const first = (yield* secrets.create(actor, workspace, scopes.organization, input)).secret
-      const conflict = yield* flipError(secrets.create(actor, workspace, scopes.organization, input))
-      assert.strictEqual(conflict.tag, "conflict")
-      assert.deepStrictEqual(conflict.details, { secretKey: "API_TOKEN" })
+      const conflict = yield* Effect.flip(secrets.create(actor, workspace, scopes.organization, input))
+      assert.instanceOf(conflict, Conflict)
+      assert.deepStrictEqual(conflict.error.details, { secretKey: "API_TOKEN" })
       yield* secrets.create(actor, workspace, scopes.project, input)
       yield* secrets.create(actor, workspace, scopes.environment, input)
       yield* secrets.revoke(actor, workspace, scopes.organization, first.id)
       yield* secrets.create(actor, workspace, scopes.organization, input)
     }).pipe(Effect.provide(TestLayer)))
+})
 
-  it.effect("a project or environment the workspace lacks is 404, and a secret of another scope is 404", () =>
+describe("SecretsService scopes", () => {
+  it.effect("a project or environment the workspace lacks is NotFound, to create and to list", () =>
     Effect.gen(function*() {
       const secrets = yield* SecretsService
-      const { actor, workspace, projectId, scopes } = yield* setup
+      const { actor, workspace, projectId } = yield* setup
       const input = { secretKey: "K", value: "v", displayName: "K" }
-      const missingProject: SecretScope = { kind: "project", projectId: newId("prj_", 0) as ProjectId }
-      const missingEnvironment: SecretScope = {
-        kind: "environment",
-        projectId,
-        environmentId: newId("env_", 0) as EnvironmentId
-      }
+      const missingProject: SecretScope = { kind: "project", projectId: mint.project(0) }
+      const missingEnvironment: SecretScope = { kind: "environment", projectId, environmentId: mint.environment(0) }
       for (const scope of [missingProject, missingEnvironment]) {
-        assert.strictEqual((yield* flipError(secrets.create(actor, workspace, scope, input))).tag, "not_found")
-        assert.strictEqual((yield* flipError(secrets.list(workspace, scope, {}))).tag, "not_found")
+        assert.instanceOf(yield* Effect.flip(secrets.create(actor, workspace, scope, input)), NotFound)
+        assert.instanceOf(yield* Effect.flip(secrets.list(workspace, scope, {})), NotFound)
       }
-      const atProject = (yield* secrets.create(actor, workspace, scopes.project, input)).secret
-      for (const scope of [scopes.organization, scopes.environment]) {
-        assert.strictEqual(
-          (yield* flipError(secrets.rotate(actor, workspace, scope, atProject.id, { value: "w" }))).tag,
-          "not_found"
-        )
-        assert.strictEqual((yield* flipError(secrets.revoke(actor, workspace, scope, atProject.id))).tag, "not_found")
-      }
-      const unknown = newId("sec_", 0) as SecretId
-      assert.strictEqual((yield* flipError(secrets.revoke(actor, workspace, scopes.project, unknown))).tag, "not_found")
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("lists one scope, or scope=all at workspace scope with cursors bound to the filter; other scopes are 422", () =>
+  it.effect("a secret is NotFound under another scope's route, and an unknown one anywhere", () =>
     Effect.gen(function*() {
       const secrets = yield* SecretsService
       const { actor, workspace, scopes } = yield* setup
-      const made: Array<string> = []
-      for (
-        const [i, scope] of [scopes.organization, scopes.project, scopes.environment, scopes.organization].entries()
-      ) {
-        yield* TestClock.adjust(1000)
-        made.push(
-          (yield* secrets.create(actor, workspace, scope, { secretKey: `KEY_${i}`, value: "v", displayName: "k" }))
-            .secret.id
+      const input = { secretKey: "K", value: "v", displayName: "K" }
+      const atProject = (yield* secrets.create(actor, workspace, scopes.project, input)).secret
+      for (const scope of [scopes.organization, scopes.environment]) {
+        assert.instanceOf(
+          yield* Effect.flip(secrets.rotate(actor, workspace, scope, atProject.id, { value: "w" })),
+          NotFound
         )
+        assert.instanceOf(yield* Effect.flip(secrets.revoke(actor, workspace, scope, atProject.id)), NotFound)
       }
-      const ids = (page: { readonly data: { readonly secrets: ReadonlyArray<{ readonly id: string }> } }) =>
-        page.data.secrets.map((secret) => secret.id)
+      const unknown = mint.secret(0)
+      assert.instanceOf(yield* Effect.flip(secrets.revoke(actor, workspace, scopes.project, unknown)), NotFound)
+    }).pipe(Effect.provide(TestLayer)))
+})
+
+/** One secret at each scope and a second at the workspace, a second apart, with their ids in creation order. */
+const oneAtEachScope = Effect.gen(function*() {
+  const secrets = yield* SecretsService
+  const context = yield* setup
+  const { actor, workspace, scopes } = context
+  const made: Array<string> = []
+  for (const [i, scope] of [scopes.organization, scopes.project, scopes.environment, scopes.organization].entries()) {
+    yield* TestClock.adjust(1000)
+    const input = { secretKey: `KEY_${i}`, value: "v", displayName: "k" }
+    made.push((yield* secrets.create(actor, workspace, scope, input)).secret.id)
+  }
+  return { ...context, made }
+})
+
+const ids = (page: { readonly data: { readonly secrets: ReadonlyArray<{ readonly id: string }> } }) =>
+  page.data.secrets.map((secret) => secret.id)
+
+describe("SecretsService list", () => {
+  it.effect("lists exactly one scope, newest first", () =>
+    Effect.gen(function*() {
+      const secrets = yield* SecretsService
+      const { workspace, scopes, made } = yield* oneAtEachScope
       assert.deepStrictEqual(ids(yield* secrets.list(workspace, scopes.organization, {})), [made[3], made[0]])
       assert.deepStrictEqual(ids(yield* secrets.list(workspace, scopes.project, {})), [made[1]])
       assert.deepStrictEqual(ids(yield* secrets.list(workspace, scopes.environment, {})), [made[2]])
+    }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("scope=all at workspace scope lists every scope, in pages", () =>
+    Effect.gen(function*() {
+      const secrets = yield* SecretsService
+      const { workspace, scopes, made } = yield* oneAtEachScope
       const page1 = yield* secrets.list(workspace, scopes.organization, { scope: "all", limit: 3 })
       assert.deepStrictEqual(ids(page1), [made[3], made[2], made[1]])
       assert.isString(page1.cursor)
-      const page2 = yield* secrets.list(workspace, scopes.organization, {
-        scope: "all",
-        limit: 3,
-        cursor: page1.cursor!
-      })
+      const cursor = page1.cursor ?? ""
+      const page2 = yield* secrets.list(workspace, scopes.organization, { scope: "all", limit: 3, cursor })
       assert.deepStrictEqual(ids(page2), [made[0]])
       assert.isNull(page2.cursor)
-      // The cursor is bound to `scope=all`: without it, it is refused.
-      const rebound = yield* flipError(
-        secrets.list(workspace, scopes.organization, { limit: 3, cursor: page1.cursor! })
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a scope=all cursor is bound to the filter: without it, it is refused", () =>
+    Effect.gen(function*() {
+      const secrets = yield* SecretsService
+      const { workspace, scopes } = yield* oneAtEachScope
+      const page1 = yield* secrets.list(workspace, scopes.organization, { scope: "all", limit: 3 })
+      const rebound = yield* Effect.flip(
+        secrets.list(workspace, scopes.organization, { limit: 3, cursor: page1.cursor ?? "" })
       )
-      assert.deepStrictEqual(rebound.details, {
+      assert.instanceOf(rebound, ValidationFailed)
+      assert.deepStrictEqual(rebound.error.details, {
         fields: { cursor: ["is not a valid cursor for this list and these filters"] }
       })
+    }).pipe(Effect.provide(TestLayer)))
 
-      const notAll = yield* flipError(secrets.list(workspace, scopes.organization, { scope: "project" }))
-      assert.strictEqual(notAll.tag, "validation_failed")
-      assert.include((notAll.details as any).fields.scope[0], "must be 'all' when present")
+  it.effect("a scope other than `all` is a ValidationFailed, and `all` below the workspace scope too", () =>
+    Effect.gen(function*() {
+      const secrets = yield* SecretsService
+      const { workspace, scopes } = yield* setup
+      const notAll = yield* Effect.flip(secrets.list(workspace, scopes.organization, { scope: "project" }))
+      assert.instanceOf(notAll, ValidationFailed)
+      assert.include(fieldsOf(notAll)["scope"]?.[0], "must be 'all' when present")
       for (const scope of [scopes.project, scopes.environment]) {
-        const allHere = yield* flipError(secrets.list(workspace, scope, { scope: "all" }))
-        assert.include((allHere.details as any).fields.scope[0], "'all' is valid only on the organization scope")
+        const allHere = yield* Effect.flip(secrets.list(workspace, scope, { scope: "all" }))
+        assert.instanceOf(allHere, ValidationFailed)
+        assert.include(fieldsOf(allHere)["scope"]?.[0], "'all' is valid only on the organization scope")
       }
     }).pipe(Effect.provide(TestLayer)))
 })

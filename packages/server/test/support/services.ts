@@ -45,7 +45,7 @@ export const seedProject = (orgId: OrgId, status: "active" | "archived" = "activ
     return id
   })
 
-/** What an accepted invitation writes: an active membership and, unless `role` is undefined, a workspace-wide binding. */
+/** What an accepted invitation writes: an active membership and, unless `role` is undefined, a workspace binding. */
 export const seedMembership = (orgId: OrgId, actor: Actor & { readonly kind: "user" }, role: Role | undefined) =>
   Effect.gen(function*() {
     const at = new Date(0)
@@ -53,7 +53,7 @@ export const seedMembership = (orgId: OrgId, actor: Actor & { readonly kind: "us
     yield* (yield* MembersRepo).insert({ id: mint.member(0), ...subject, status: "active", joinedAt: at })
     if (role === undefined) return
     yield* (yield* RoleBindingsRepo).insert({
-      id: crypto.randomUUID(),
+      id: mint.roleBinding(0),
       ...subject,
       role,
       scopeKind: "organization",

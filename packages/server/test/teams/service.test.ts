@@ -4,16 +4,26 @@
  * its members (`via.kind: "team"`, cascading from an account root, a project grant only in its project) and stop with
  * the team. The layer graph is the server's own (`app.ts`) minus HTTP.
  */
-import { type Actor, type ErrorDetails, type PermissionDecision, ProjectId, type TeamId } from "@cp/domain"
+import {
+  type Actor,
+  Conflict,
+  Forbidden,
+  NotFound,
+  type OrgId,
+  type PermissionDecision,
+  type TeamRoleTuple,
+  ValidationFailed
+} from "@cp/domain"
 import { EventLogRepo, RoleBindingsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
-import { newId } from "../../src/platform/ids.ts"
+import { mint } from "../../src/platform/ids.ts"
 import { decide, effectiveAccess } from "../../src/platform/rbac.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { TeamsService } from "../../src/teams/service.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { fieldsOf } from "../support/errors.ts"
 import { areaServicesLayer, seedMembership, seedProject, userActor } from "../support/services.ts"
 
 const TestLayer = TeamsService.layer.pipe(Layer.provideMerge(areaServicesLayer))
@@ -32,23 +42,32 @@ const decisionFor = (ref: string, actor: Actor, permission: PermissionDecision["
     })
   )
 
-/** A fresh owner with a fresh account root (its `Personal`-like first workspace). */
+/** A fresh owner with a fresh account root (its `Personal`-like first workspace), as the edge resolves it. */
 const newOwner = Effect.gen(function*() {
   const actor = userActor()
   const { organization } = yield* (yield* WorkspacesService).create(actor, { name: `Root ${actor.userId.slice(-6)}` })
-  return { actor, orgId: organization.id }
+  return { actor, orgId: organization.id, workspace: yield* resolve(organization.id, actor) }
 })
 
-const flipCode = <A, E extends { readonly error: { readonly code: string; readonly details: ErrorDetails } }, R>(
-  self: Effect.Effect<A, E, R>
-) => Effect.map(Effect.flip(self), (error) => error.error)
+/** A fresh owner's workspace with one team, `Core`. */
+const withTeam = Effect.gen(function*() {
+  const owner = yield* newOwner
+  const team = (yield* (yield* TeamsService).create(owner.actor, owner.workspace, { name: "Core" })).team
+  return { ...owner, team }
+})
 
-describe("TeamsService", () => {
-  it.effect("create derives a slug unique in the workspace; an explicit taken slug is 409; list pages newest first", () =>
+/** The types of the team events recorded on a workspace, sorted. */
+const teamEventTypes = (orgId: OrgId, prefix = "team.") =>
+  Effect.map(
+    Effect.flatMap(EventLogRepo, (log) => log.listEvents({ orgId })),
+    (events) => events.map((event) => event.type).filter((type) => type.startsWith(prefix)).sort()
+  )
+
+describe("TeamsService create and list", () => {
+  it.effect("create trims the name and derives the slug from it", () =>
     Effect.gen(function*() {
       const teams = yield* TeamsService
-      const { actor, orgId } = yield* newOwner
-      const workspace = yield* resolve(orgId, actor)
+      const { actor, workspace } = yield* newOwner
       const first = (yield* teams.create(actor, workspace, { name: "  Platform Team  " })).team
       assert.deepStrictEqual(first, {
         id: first.id,
@@ -57,152 +76,200 @@ describe("TeamsService", () => {
         status: "active",
         createdAt: new Date(0)
       })
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a derived slug takes the next free suffix, or `team` when the name has no slug characters", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, workspace } = yield* newOwner
+      yield* teams.create(actor, workspace, { name: "Platform Team" })
       yield* TestClock.adjust(1000)
       const second = (yield* teams.create(actor, workspace, { name: "platform team" })).team
       assert.strictEqual(second.slug, "platform-team-2")
       assert.strictEqual(second.createdAt.getTime(), 1000)
-      const fallback = (yield* teams.create(actor, workspace, { name: "!!!" })).team
-      assert.strictEqual(fallback.slug, "team")
-      const conflict = yield* flipCode(teams.create(actor, workspace, { name: "Again", slug: "platform-team" }))
-      assert.strictEqual(conflict.code, "conflict")
+      assert.strictEqual((yield* teams.create(actor, workspace, { name: "!!!" })).team.slug, "team")
+    }).pipe(Effect.provide(TestLayer)))
 
-      // Another workspace has its own slugs.
+  it.effect("an explicit slug taken in the workspace is a Conflict; another workspace has its own slugs", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, workspace } = yield* newOwner
+      yield* teams.create(actor, workspace, { name: "Platform Team" })
+      const conflict = yield* Effect.flip(teams.create(actor, workspace, { name: "Again", slug: "platform-team" }))
+      assert.instanceOf(conflict, Conflict)
       const other = yield* newOwner
-      const elsewhere = yield* teams.create(other.actor, yield* resolve(other.orgId, other.actor), {
-        name: "Platform Team"
-      })
+      const elsewhere = yield* teams.create(other.actor, other.workspace, { name: "Platform Team" })
       assert.strictEqual(elsewhere.team.slug, "platform-team")
+    }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("list pages the workspace's teams newest first behind a cursor bound to the workspace", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, workspace } = yield* newOwner
+      const created = []
+      for (const name of ["A", "B", "C"]) {
+        created.push((yield* teams.create(actor, workspace, { name })).team)
+        yield* TestClock.adjust(1000)
+      }
+      const [first, second, third] = created
       const page1 = yield* teams.list(workspace, { limit: 2 })
-      assert.deepStrictEqual(page1.data.teams.map((team) => team.id), [fallback.id, second.id])
+      assert.deepStrictEqual(page1.data.teams.map((team) => team.id), [third?.id, second?.id])
       assert.isString(page1.cursor)
       const page2 = yield* teams.list(workspace, { limit: 2, cursor: page1.cursor ?? "" })
-      assert.deepStrictEqual(page2.data.teams.map((team) => team.id), [first.id])
+      assert.deepStrictEqual(page2.data.teams.map((team) => team.id), [first?.id])
       assert.isNull(page2.cursor)
-      // A cursor of this list is not one of another workspace's.
-      const misuse = yield* flipCode(
-        teams.list(yield* resolve(other.orgId, other.actor), { cursor: page1.cursor ?? "" })
-      )
-      assert.strictEqual(misuse.code, "validation_failed")
+      const other = yield* newOwner
+      const misuse = yield* Effect.flip(teams.list(other.workspace, { cursor: page1.cursor ?? "" }))
+      assert.instanceOf(misuse, ValidationFailed)
+    }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("create records team.created with the team's name and slug", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, orgId, workspace } = yield* newOwner
+      const team = (yield* teams.create(actor, workspace, { name: "Platform Team" })).team
       const events = yield* (yield* EventLogRepo).listEvents({ orgId })
       const created = events.filter((event) => event.type === "team.created")
-      assert.lengthOf(created, 3)
-      assert.deepStrictEqual(created.find((event) => event.subjectId === first.id)?.data, {
-        teamId: first.id,
-        name: "Platform Team",
-        slug: "platform-team"
-      })
+      assert.lengthOf(created, 1)
+      assert.deepStrictEqual(created[0]?.data, { teamId: team.id, name: "Platform Team", slug: "platform-team" })
     }).pipe(Effect.provide(TestLayer)))
+})
 
-  it.effect("get, update and delete stay inside their workspace; a deleted team is 404 and its slug is free", () =>
+describe("TeamsService get, update and delete", () => {
+  it.effect("another workspace's team is NotFound to get, update and delete", () =>
     Effect.gen(function*() {
       const teams = yield* TeamsService
-      const { actor, orgId } = yield* newOwner
-      const workspace = yield* resolve(orgId, actor)
-      const team = (yield* teams.create(actor, workspace, { name: "Core" })).team
-      yield* teams.create(actor, workspace, { name: "Edge" })
+      const { team } = yield* withTeam
       const other = yield* newOwner
-      const otherWorkspace = yield* resolve(other.orgId, other.actor)
-      assert.strictEqual((yield* flipCode(teams.get(otherWorkspace, team.id))).code, "not_found")
-      assert.strictEqual(
-        (yield* flipCode(teams.update(other.actor, otherWorkspace, team.id, { name: "x" }))).code,
-        "not_found"
+      assert.instanceOf(yield* Effect.flip(teams.get(other.workspace, team.id)), NotFound)
+      assert.instanceOf(
+        yield* Effect.flip(teams.update(other.actor, other.workspace, team.id, { name: "x" })),
+        NotFound
       )
-      assert.strictEqual((yield* flipCode(teams.delete(other.actor, otherWorkspace, team.id))).code, "not_found")
-
-      const renamed =
-        (yield* teams.update(actor, workspace, team.id, { name: "Core Platform", slug: "core-platform" })).team
-      assert.deepStrictEqual(renamed, { ...team, name: "Core Platform", slug: "core-platform" })
-      assert.deepStrictEqual(
-        (yield* teams.update(actor, workspace, team.id, {})).team,
-        renamed,
-        "an empty patch changes nothing"
-      )
-      assert.strictEqual((yield* flipCode(teams.update(actor, workspace, team.id, { slug: "edge" }))).code, "conflict")
-      assert.deepStrictEqual((yield* teams.get(workspace, team.id)).team, renamed)
-
-      assert.deepStrictEqual(yield* teams.delete(actor, workspace, team.id), { deleted: true })
-      assert.strictEqual((yield* flipCode(teams.get(workspace, team.id))).code, "not_found")
-      assert.strictEqual((yield* flipCode(teams.delete(actor, workspace, team.id))).code, "not_found")
-      assert.strictEqual(
-        (yield* teams.create(actor, workspace, { name: "x", slug: "core-platform" })).team.slug,
-        "core-platform"
-      )
-      const types = (yield* (yield* EventLogRepo).listEvents({ orgId })).map((event) => event.type).filter((t) =>
-        t.startsWith("team.")
-      )
-      assert.deepStrictEqual([...types].sort(), [
-        "team.created",
-        "team.created",
-        "team.created",
-        "team.deleted",
-        "team.updated"
-      ])
+      assert.instanceOf(yield* Effect.flip(teams.delete(other.actor, other.workspace, team.id)), NotFound)
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("a team's grants reach every member with via team, and stop when the team is deleted", () =>
+  it.effect("update renames and re-slugs; an empty patch changes nothing", () =>
     Effect.gen(function*() {
       const teams = yield* TeamsService
-      const { actor: owner, orgId } = yield* newOwner
-      const workspace = yield* resolve(orgId, owner)
-      const [alice, bob] = [userActor(), userActor()]
-      yield* seedMembership(orgId, alice, "viewer")
-      yield* seedMembership(orgId, bob, undefined) // a member with no role of its own: the team is all it has
-      assert.isFalse((yield* decisionFor(orgId, bob, "organization.read")).visible)
+      const { actor, workspace, team } = yield* withTeam
+      const patch = { name: "Core Platform", slug: "core-platform" }
+      const renamed = (yield* teams.update(actor, workspace, team.id, patch)).team
+      assert.deepStrictEqual(renamed, { ...team, ...patch })
+      const unchanged = (yield* teams.update(actor, workspace, team.id, {})).team
+      assert.deepStrictEqual(unchanged, renamed, "an empty patch changes nothing")
+      assert.deepStrictEqual((yield* teams.get(workspace, team.id)).team, renamed)
+    }).pipe(Effect.provide(TestLayer)))
 
-      const team = (yield* teams.create(owner, workspace, { name: "Builders" })).team
-      for (const member of [alice, bob]) yield* teams.addMember(owner, workspace, team.id, { subjectId: member.userId })
-      const grant = yield* teams.grant(owner, workspace, {
-        teamId: team.id,
-        role: "builder",
-        scopeKind: "organization"
-      })
+  it.effect("update to a slug taken in the workspace is a Conflict and changes nothing", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, workspace, team } = yield* withTeam
+      yield* teams.create(actor, workspace, { name: "Edge" })
+      assert.instanceOf(yield* Effect.flip(teams.update(actor, workspace, team.id, { slug: "edge" })), Conflict)
+      assert.deepStrictEqual((yield* teams.get(workspace, team.id)).team, team)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a deleted team is NotFound, and its slug is free again", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, workspace, team } = yield* withTeam
+      assert.deepStrictEqual(yield* teams.delete(actor, workspace, team.id), { deleted: true })
+      assert.instanceOf(yield* Effect.flip(teams.get(workspace, team.id)), NotFound)
+      assert.instanceOf(yield* Effect.flip(teams.delete(actor, workspace, team.id)), NotFound)
+      const again = yield* teams.create(actor, workspace, { name: "x", slug: team.slug })
+      assert.strictEqual(again.team.slug, "core")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("create, update and delete each record their event", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, orgId, workspace, team } = yield* withTeam
+      yield* teams.update(actor, workspace, team.id, { name: "Core Platform" })
+      yield* teams.delete(actor, workspace, team.id)
+      assert.deepStrictEqual(yield* teamEventTypes(orgId), ["team.created", "team.deleted", "team.updated"])
+    }).pipe(Effect.provide(TestLayer)))
+})
+
+/** An owner's workspace with `alice` (a viewer) and `bob` (a member with no role of its own). */
+const twoMembers = Effect.gen(function*() {
+  const owner = yield* newOwner
+  const [alice, bob] = [userActor(), userActor()]
+  yield* seedMembership(owner.orgId, alice, "viewer")
+  yield* seedMembership(owner.orgId, bob, undefined)
+  return { ...owner, alice, bob }
+})
+
+/** The team `Builders` with both members, granted `builder` on the workspace. */
+const buildersOf = Effect.fnUntraced(function*(setup: Effect.Success<typeof twoMembers>) {
+  const teams = yield* TeamsService
+  const team = (yield* teams.create(setup.actor, setup.workspace, { name: "Builders" })).team
+  for (const member of [setup.alice, setup.bob]) {
+    yield* teams.addMember(setup.actor, setup.workspace, team.id, { subjectId: member.userId })
+  }
+  const grant = yield* teams.grant(setup.actor, setup.workspace, {
+    teamId: team.id,
+    role: "builder",
+    scopeKind: "organization"
+  })
+  const via = { kind: "team", role: "builder", scopeKind: "organization", scopeRef: null, teamId: team.id } as const
+  return { team, grant, via }
+})
+
+describe("TeamsService: a team's grants reach its members", () => {
+  it.effect("a grant answers its tuple; it reaches a member with via team, and a direct grant outranks it", () =>
+    Effect.gen(function*() {
+      const setup = yield* twoMembers
+      const { team, grant, via } = yield* buildersOf(setup)
       assert.deepStrictEqual(grant, {
         grant: { teamId: team.id, role: "builder", scopeKind: "organization", scopeRef: null }
       })
-
-      const teamVia = {
-        kind: "team",
-        role: "builder",
-        scopeKind: "organization",
-        scopeRef: null,
-        teamId: team.id
-      } as const
-      const aliceCreate = yield* decisionFor(orgId, alice, "project.create")
-      assert.deepStrictEqual(aliceCreate.via, teamVia)
-      // A direct grant outranks the team's for a permission both give.
-      assert.strictEqual((yield* decisionFor(orgId, alice, "organization.read")).via?.kind, "direct")
-      const bobRead = yield* decisionFor(orgId, bob, "organization.read")
-      assert.isTrue(bobRead.visible)
-      assert.deepStrictEqual(bobRead.via, teamVia)
-      assert.isFalse((yield* decisionFor(orgId, bob, "team.create")).allow)
-
-      yield* teams.delete(owner, workspace, team.id)
-      assert.isFalse((yield* decisionFor(orgId, alice, "project.create")).allow)
-      assert.isFalse((yield* decisionFor(orgId, bob, "organization.read")).visible, "bob sees the workspace no more")
+      assert.deepStrictEqual((yield* decisionFor(setup.orgId, setup.alice, "project.create")).via, via)
+      assert.strictEqual((yield* decisionFor(setup.orgId, setup.alice, "organization.read")).via?.kind, "direct")
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("account and workspace grants on an account root cascade to children; a project grant stays in its project", () =>
+  it.effect("a member with no role of its own sees the workspace through the team, and no more than it gives", () =>
     Effect.gen(function*() {
-      const teams = yield* TeamsService
-      const workspaces = yield* WorkspacesService
-      const { actor: owner, orgId: rootId } = yield* newOwner
-      const child = (yield* workspaces.create(owner, { name: "Child" })).organization
-      const root = yield* resolve(rootId, owner)
-      const member = userActor()
-      yield* seedMembership(rootId, member, undefined)
-      const team = (yield* teams.create(owner, root, { name: "Finance" })).team
-      yield* teams.addMember(owner, root, team.id, { subjectId: member.userId })
-      yield* teams.grant(owner, root, { teamId: team.id, role: "billing_admin", scopeKind: "account" })
-      const project = yield* seedProject(rootId)
-      yield* teams.grant(owner, root, {
-        teamId: team.id,
-        role: "project_viewer",
-        scopeKind: "project",
-        scopeRef: project
-      })
+      const setup = yield* twoMembers
+      assert.isFalse((yield* decisionFor(setup.orgId, setup.bob, "organization.read")).visible)
+      const { via } = yield* buildersOf(setup)
+      const bobRead = yield* decisionFor(setup.orgId, setup.bob, "organization.read")
+      assert.isTrue(bobRead.visible)
+      assert.deepStrictEqual(bobRead.via, via)
+      assert.isFalse((yield* decisionFor(setup.orgId, setup.bob, "team.create")).allow)
+    }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("deleting the team ends what it gave", () =>
+    Effect.gen(function*() {
+      const setup = yield* twoMembers
+      const { team } = yield* buildersOf(setup)
+      yield* (yield* TeamsService).delete(setup.actor, setup.workspace, team.id)
+      assert.isFalse((yield* decisionFor(setup.orgId, setup.alice, "project.create")).allow)
+      const bobRead = yield* decisionFor(setup.orgId, setup.bob, "organization.read")
+      assert.isFalse(bobRead.visible, "bob sees the workspace no more")
+    }).pipe(Effect.provide(TestLayer)))
+})
+
+/** An account root with a child, and a member of the root in team `Finance`: billing on the account, and a project. */
+const financeTeam = Effect.gen(function*() {
+  const teams = yield* TeamsService
+  const workspaces = yield* WorkspacesService
+  const { actor: owner, orgId: rootId, workspace: root } = yield* newOwner
+  const child = (yield* workspaces.create(owner, { name: "Child" })).organization
+  const member = userActor()
+  yield* seedMembership(rootId, member, undefined)
+  const team = (yield* teams.create(owner, root, { name: "Finance" })).team
+  yield* teams.addMember(owner, root, team.id, { subjectId: member.userId })
+  yield* teams.grant(owner, root, { teamId: team.id, role: "billing_admin", scopeKind: "account" })
+  const project = yield* seedProject(rootId)
+  yield* teams.grant(owner, root, { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: project })
+  return { owner, rootId, childId: child.id, member, team, project }
+})
+
+describe("TeamsService: grants on an account root", () => {
+  it.effect("an account grant reaches the member on the root with via team", () =>
+    Effect.gen(function*() {
+      const { rootId, member, team } = yield* financeTeam
       const onRoot = yield* decisionFor(rootId, member, "billing.manage")
       assert.deepStrictEqual(onRoot.via, {
         kind: "team",
@@ -211,7 +278,12 @@ describe("TeamsService", () => {
         scopeRef: null,
         teamId: team.id
       })
-      const onChild = yield* decisionFor(child.id, member, "billing.manage")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("and cascades to the root's children as account_cascade, keeping the team's id", () =>
+    Effect.gen(function*() {
+      const { childId, member, team } = yield* financeTeam
+      const onChild = yield* decisionFor(childId, member, "billing.manage")
       assert.deepStrictEqual(onChild.via, {
         kind: "account_cascade",
         role: "billing_admin",
@@ -219,75 +291,110 @@ describe("TeamsService", () => {
         scopeRef: null,
         teamId: team.id
       })
-      // The project grant: in its project on the root only, never elsewhere, never cascaded.
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a project grant applies in its project on the root only: never elsewhere, never cascaded", () =>
+    Effect.gen(function*() {
+      const { rootId, childId, member, project } = yield* financeTeam
       assert.isTrue((yield* decisionFor(rootId, member, "project.read", project)).allow)
       assert.strictEqual((yield* decisionFor(rootId, member, "project.read", project)).via?.kind, "team")
       assert.isFalse((yield* decisionFor(rootId, member, "project.read")).allow)
-      assert.isFalse((yield* decisionFor(rootId, member, "project.read", ProjectId.make(newId("prj_", 0)))).allow)
-      assert.isFalse((yield* decisionFor(child.id, member, "project.read", project)).allow)
+      assert.isFalse((yield* decisionFor(rootId, member, "project.read", mint.project(0))).allow)
+      assert.isFalse((yield* decisionFor(childId, member, "project.read", project)).allow)
+    }).pipe(Effect.provide(TestLayer)))
 
-      // Effective access for another subject shows the same provenance.
-      const { permissions } = yield* workspaces.effectiveAccess(owner, yield* resolve(child.id, owner), {
+  it.effect("effective access for another subject shows the same provenance", () =>
+    Effect.gen(function*() {
+      const { owner, childId, member, team } = yield* financeTeam
+      const { permissions } = yield* (yield* WorkspacesService).effectiveAccess(owner, yield* resolve(childId, owner), {
         subjectId: member.userId
       })
       const billing = permissions.find((decision) => decision.action === "billing.read")
       assert.strictEqual(billing?.via?.kind, "account_cascade")
       assert.strictEqual(billing?.via?.teamId, team.id)
       assert.deepStrictEqual(
-        effectiveAccess((yield* resolve(child.id, member)).grants).filter((d) => d.allow).map((d) => d.action).sort(),
+        effectiveAccess((yield* resolve(childId, member)).grants).filter((d) => d.allow).map((d) => d.action).sort(),
         ["billing.manage", "billing.read", "organization.metering.read", "organization.read"]
       )
     }).pipe(Effect.provide(TestLayer)))
+})
 
-  it.effect("grant tuples: scopeRef exactly for projects and of this workspace, project roles only on projects, account only on a root", () =>
+/** An owner's account root and child workspace, a team `T` and a project in the child. */
+const childWithTeam = Effect.gen(function*() {
+  const teams = yield* TeamsService
+  const { actor, orgId, workspace: root } = yield* newOwner
+  const childId = (yield* (yield* WorkspacesService).create(actor, { name: "Child" })).organization.id
+  const child = yield* resolve(childId, actor)
+  const team = (yield* teams.create(actor, child, { name: "T" })).team
+  const project = yield* seedProject(childId)
+  return { actor, orgId, root, childId, child, team, project }
+})
+
+/** The fields of the `ValidationFailed` a grant of `tuple` fails with (the test fails on any other outcome). */
+const grantFields = Effect.fnUntraced(function*(tuple: Omit<TeamRoleTuple, "teamId">) {
+  const { actor, child, team } = yield* childWithTeam
+  const error = yield* Effect.flip((yield* TeamsService).grant(actor, child, { teamId: team.id, ...tuple }))
+  assert.instanceOf(error, ValidationFailed)
+  return fieldsOf(error)
+})
+
+describe("TeamsService grant tuples", () => {
+  it.effect("scopeRef is required for a project grant and absent otherwise", () =>
     Effect.gen(function*() {
-      const teams = yield* TeamsService
-      const workspaces = yield* WorkspacesService
-      const { actor, orgId } = yield* newOwner
-      const childId = (yield* workspaces.create(actor, { name: "Child" })).organization.id
-      const [root, child] = [yield* resolve(orgId, actor), yield* resolve(childId, actor)]
-      const team = (yield* teams.create(actor, child, { name: "T" })).team
-      const project = yield* seedProject(childId)
-      const fieldsOf = (workspace: typeof root, tuple: Parameters<TeamsService["Service"]["grant"]>[2]) =>
-        Effect.map(flipCode(teams.grant(actor, workspace, tuple)), (error) => {
-          assert.strictEqual(error.code, "validation_failed")
-          return error.details["fields"] as Record<string, ReadonlyArray<string>>
-        })
-      assert.deepStrictEqual(yield* fieldsOf(child, { teamId: team.id, role: "project_admin", scopeKind: "project" }), {
+      assert.deepStrictEqual(yield* grantFields({ role: "project_admin", scopeKind: "project" }), {
         scopeRef: ["is required when scopeKind is 'project'"]
       })
-      assert.deepStrictEqual(
-        yield* fieldsOf(child, { teamId: team.id, role: "viewer", scopeKind: "organization", scopeRef: project }),
-        { scopeRef: ["must be absent unless scopeKind is 'project'"] }
-      )
-      assert.deepStrictEqual(
-        Object.keys(
-          yield* fieldsOf(child, { teamId: team.id, role: "admin", scopeKind: "project", scopeRef: project })
-        ),
-        ["role"]
-      )
-      assert.deepStrictEqual(
-        Object.keys(yield* fieldsOf(child, { teamId: team.id, role: "project_viewer", scopeKind: "account" })).sort(),
-        ["role", "scopeKind"]
-      )
-      assert.deepStrictEqual(yield* fieldsOf(child, { teamId: team.id, role: "viewer", scopeKind: "account" }), {
+      const project = mint.project(0)
+      assert.deepStrictEqual(yield* grantFields({ role: "viewer", scopeKind: "organization", scopeRef: project }), {
+        scopeRef: ["must be absent unless scopeKind is 'project'"]
+      })
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("project roles are granted on projects only, workspace roles never on one", () =>
+    Effect.gen(function*() {
+      const project = mint.project(0)
+      const onProject = yield* grantFields({ role: "admin", scopeKind: "project", scopeRef: project })
+      assert.deepStrictEqual(Object.keys(onProject), ["role"])
+      const onAccount = yield* grantFields({ role: "project_viewer", scopeKind: "account" })
+      assert.deepStrictEqual(Object.keys(onAccount).sort(), ["role", "scopeKind"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("account scope exists only on an account root", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* grantFields({ role: "viewer", scopeKind: "account" }), {
         scopeKind: ["'account' is valid only on an account root"]
       })
-      // A well-formed scopeRef must name a project of this workspace to be granted on (never one of another workspace);
-      // revoking by tuple does not ask, so a tuple the team does not hold is the usual 404.
-      for (const scopeRef of [ProjectId.make(newId("prj_", 0)), yield* seedProject(orgId)]) {
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a grant names a project of this workspace; revoking a tuple the team does not hold is NotFound", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, orgId, child, team } = yield* childWithTeam
+      // Never one of another workspace; revoking by tuple does not ask, so such a tuple is the usual 404.
+      for (const scopeRef of [mint.project(0), yield* seedProject(orgId)]) {
         const tuple = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef } as const
-        assert.deepStrictEqual(yield* fieldsOf(child, tuple), { scopeRef: ["names no project in this workspace"] })
-        assert.strictEqual((yield* flipCode(teams.revoke(actor, child, tuple))).code, "not_found")
+        const error = yield* Effect.flip(teams.grant(actor, child, tuple))
+        assert.instanceOf(error, ValidationFailed)
+        assert.deepStrictEqual(fieldsOf(error), { scopeRef: ["names no project in this workspace"] })
+        assert.instanceOf(yield* Effect.flip(teams.revoke(actor, child, tuple)), NotFound)
       }
-      // A team of another workspace is not found, even by an owner.
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a team of another workspace is NotFound, even to an owner", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, root, child } = yield* childWithTeam
       const rootTeam = (yield* teams.create(actor, root, { name: "R" })).team
-      const notHere = yield* flipCode(
+      const notHere = yield* Effect.flip(
         teams.grant(actor, child, { teamId: rootTeam.id, role: "viewer", scopeKind: "organization" })
       )
-      assert.strictEqual(notHere.code, "not_found")
+      assert.instanceOf(notHere, NotFound)
+    }).pipe(Effect.provide(TestLayer)))
 
-      // Valid tuples; the same twice is 409; revoke by tuple (scopeRef null or absent alike), then 404.
+  it.effect("the same grant twice is a Conflict; listGrants shows each once, newest first", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, child, team, project } = yield* childWithTeam
       yield* teams.grant(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization", scopeRef: null })
       yield* teams.grant(actor, child, {
         teamId: team.id,
@@ -295,70 +402,93 @@ describe("TeamsService", () => {
         scopeKind: "project",
         scopeRef: project
       })
-      const again = yield* flipCode(
+      const again = yield* Effect.flip(
         teams.grant(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization" })
       )
-      assert.strictEqual(again.code, "conflict")
+      assert.instanceOf(again, Conflict)
       const listed = yield* teams.listGrants(child, { teamId: team.id })
       assert.deepStrictEqual(listed.data.grants.map((g) => `${g.role}:${g.scopeRef}`), [
         `project_admin:${project}`,
         "viewer:null"
       ])
-      assert.deepStrictEqual(
-        yield* teams.revoke(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization" }),
-        {
-          deleted: true
-        }
-      )
-      const gone = yield* flipCode(
-        teams.revoke(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization" })
-      )
-      assert.strictEqual(gone.code, "not_found")
-      yield* teams.revoke(actor, child, {
-        teamId: team.id,
-        role: "project_admin",
-        scopeKind: "project",
-        scopeRef: project
-      })
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("revoke by tuple (scopeRef null or absent alike) deletes the grant once, then NotFound", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, childId, child, team, project } = yield* childWithTeam
+      const onProject = { teamId: team.id, role: "project_admin", scopeKind: "project", scopeRef: project } as const
+      yield* teams.grant(actor, child, { teamId: team.id, role: "viewer", scopeKind: "organization", scopeRef: null })
+      yield* teams.grant(actor, child, onProject)
+      const viewer = { teamId: team.id, role: "viewer", scopeKind: "organization" } as const
+      assert.deepStrictEqual(yield* teams.revoke(actor, child, viewer), { deleted: true })
+      assert.instanceOf(yield* Effect.flip(teams.revoke(actor, child, viewer)), NotFound)
+      yield* teams.revoke(actor, child, onProject)
       assert.deepStrictEqual((yield* teams.listGrants(child, {})).data.grants, [])
-      const types = (yield* (yield* EventLogRepo).listEvents({ orgId: childId })).map((event) => event.type)
-      assert.deepStrictEqual(types.filter((type) => type.startsWith("team.role.")).sort(), [
+      assert.deepStrictEqual(yield* teamEventTypes(childId, "team.role."), [
         "team.role.granted",
         "team.role.granted",
         "team.role.revoked",
         "team.role.revoked"
       ])
-      // An archived project still exists: it may be granted on.
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("an archived project still exists: it may be granted on", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { actor, childId, child, team } = yield* childWithTeam
       const archived = yield* seedProject(childId, "archived")
       const onArchived = { teamId: team.id, role: "project_viewer", scopeKind: "project", scopeRef: archived } as const
       assert.deepStrictEqual(yield* teams.grant(actor, child, onArchived), { grant: onArchived })
       yield* teams.revoke(actor, child, onArchived)
     }).pipe(Effect.provide(TestLayer)))
+})
 
-  it.effect("nobody hands out through a team more than it holds: an admin cannot make owners or billing admins", () =>
+/** An owner's workspace with an admin (in the admin's own team `Admins`) and a viewer. */
+const adminsTeam = Effect.gen(function*() {
+  const teams = yield* TeamsService
+  const { actor: owner, orgId, workspace: asOwner } = yield* newOwner
+  const [admin, member] = [userActor(), userActor()]
+  yield* seedMembership(orgId, admin, "admin")
+  yield* seedMembership(orgId, member, "viewer")
+  const asAdmin = yield* resolve(orgId, admin)
+  const team = (yield* teams.create(admin, asAdmin, { name: "Admins" })).team
+  yield* teams.addMember(admin, asAdmin, team.id, { subjectId: admin.userId })
+  const ownerTuple = { teamId: team.id, role: "owner", scopeKind: "organization" } as const
+  return { owner, orgId, asOwner, admin, asAdmin, member, team, ownerTuple }
+})
+
+describe("TeamsService: nobody hands out through a team more than it holds", () => {
+  it.effect("an admin cannot make owners through a team", () =>
     Effect.gen(function*() {
-      const teams = yield* TeamsService
-      const { actor: owner, orgId } = yield* newOwner
-      const admin = userActor()
-      const member = userActor()
-      yield* seedMembership(orgId, admin, "admin")
-      yield* seedMembership(orgId, member, "viewer")
-      const [asOwner, asAdmin] = [yield* resolve(orgId, owner), yield* resolve(orgId, admin)]
-      const team = (yield* teams.create(admin, asAdmin, { name: "Admins" })).team
-      yield* teams.addMember(admin, asAdmin, team.id, { subjectId: admin.userId })
-      const ownerTuple = { teamId: team.id, role: "owner", scopeKind: "organization" } as const
-      const denied = yield* flipCode(teams.grant(admin, asAdmin, ownerTuple))
-      assert.deepStrictEqual([denied.code, denied.details], ["forbidden", { reason: "exceeds_caller", role: "owner" }])
-      // billing_admin holds billing.manage, which an admin does not.
-      const billing = yield* flipCode(
-        teams.grant(admin, asAdmin, { teamId: team.id, role: "billing_admin", scopeKind: "organization" })
+      const { admin, asAdmin, ownerTuple } = yield* adminsTeam
+      const denied = yield* Effect.flip((yield* TeamsService).grant(admin, asAdmin, ownerTuple))
+      assert.instanceOf(denied, Forbidden)
+      assert.deepStrictEqual(denied.error.details, { reason: "exceeds_caller", role: "owner" })
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("nor billing admins, whose billing.manage an admin does not hold", () =>
+    Effect.gen(function*() {
+      const { orgId, admin, asAdmin, team } = yield* adminsTeam
+      const billing = yield* Effect.flip(
+        (yield* TeamsService).grant(admin, asAdmin, {
+          teamId: team.id,
+          role: "billing_admin",
+          scopeKind: "organization"
+        })
       )
-      assert.deepStrictEqual(billing.details, { reason: "exceeds_caller", role: "billing_admin" })
+      assert.instanceOf(billing, Forbidden)
+      assert.deepStrictEqual(billing.error.details, { reason: "exceeds_caller", role: "billing_admin" })
       assert.isFalse(
         (yield* decisionFor(orgId, admin, "billing.manage")).allow,
         "the admin did not become an owner through the team"
       )
-      // Roles within the admin's own reach are its to grant, on projects too.
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("roles within the admin's own reach are its to grant, on projects too", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { orgId, admin, asAdmin, team } = yield* adminsTeam
       yield* teams.grant(admin, asAdmin, { teamId: team.id, role: "admin", scopeKind: "organization" })
       yield* teams.grant(admin, asAdmin, {
         teamId: team.id,
@@ -366,10 +496,14 @@ describe("TeamsService", () => {
         scopeKind: "project",
         scopeRef: yield* seedProject(orgId)
       })
+    }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("once a team makes owners, another admin may not change who is in it, delete it or revoke it", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { owner, orgId, asOwner, admin, member, team, ownerTuple } = yield* adminsTeam
       yield* teams.grant(owner, asOwner, ownerTuple)
       assert.strictEqual((yield* decisionFor(orgId, admin, "billing.manage")).via?.kind, "team")
-      // The team now makes owners: another admin may not change who is in it, nor delete it, nor revoke the grant.
       const plainAdmin = userActor()
       yield* seedMembership(orgId, plainAdmin, "admin")
       const asPlainAdmin = yield* resolve(orgId, plainAdmin)
@@ -381,84 +515,116 @@ describe("TeamsService", () => {
           Effect.asVoid(teams.revoke(plainAdmin, asPlainAdmin, ownerTuple))
         ]
       ) {
-        assert.strictEqual((yield* flipCode(attempt)).code, "forbidden")
+        assert.instanceOf(yield* Effect.flip(attempt), Forbidden)
       }
-      // Renaming it is fine.
+      // Renaming it is fine; once the owner revokes the grant, deleting it is too.
       yield* teams.update(plainAdmin, asPlainAdmin, team.id, { name: "Owners" })
       yield* teams.revoke(owner, asOwner, ownerTuple)
       yield* teams.delete(plainAdmin, asPlainAdmin, team.id)
     }).pipe(Effect.provide(TestLayer)))
+})
 
-  it.effect("who may join: members of the workspace, by the right kind of id, once; not a project-scoped key", () =>
+/** An owner's workspace with a team `T`, a member of the workspace, and `add` for joining the team. */
+const joinable = Effect.gen(function*() {
+  const teams = yield* TeamsService
+  const { actor: owner, orgId, workspace, team } = yield* withTeam
+  const member = userActor()
+  yield* seedMembership(orgId, member, undefined)
+  const add = (subjectId: string, subjectType?: "user" | "service_principal") =>
+    teams.addMember(owner, workspace, team.id, subjectType === undefined ? { subjectId } : { subjectId, subjectType })
+  return { owner, orgId, workspace, team, member, add }
+})
+
+/** A binding of the service principal `subjectId` on the workspace, workspace-wide or in a project (a key's). */
+const principalBinding = (orgId: OrgId, scopeKind: "organization" | "project", subjectId: string) =>
+  Effect.flatMap(RoleBindingsRepo, (bindings) =>
+    bindings.insert({
+      id: mint.roleBinding(0),
+      orgId,
+      subjectType: "service_principal",
+      subjectId,
+      role: scopeKind === "project" ? "project_viewer" : "builder",
+      scopeKind,
+      scopeRef: scopeKind === "project" ? mint.project(0) : null,
+      createdAt: new Date(0)
+    })).pipe(Effect.orDie)
+
+describe("TeamsService members: who may join", () => {
+  it.effect("a member of the workspace joins once; a second time is a Conflict", () =>
     Effect.gen(function*() {
-      const teams = yield* TeamsService
-      const bindings = yield* RoleBindingsRepo
-      const { actor: owner, orgId } = yield* newOwner
-      const workspace = yield* resolve(orgId, owner)
-      const team = (yield* teams.create(owner, workspace, { name: "T" })).team
-      const add = (subjectId: string, subjectType?: "user" | "service_principal") =>
-        teams.addMember(
-          owner,
-          workspace,
-          team.id,
-          subjectType === undefined ? { subjectId } : { subjectId, subjectType }
-        )
-
-      const member = userActor()
-      yield* seedMembership(orgId, member, undefined)
+      const { member, add } = yield* joinable
       yield* TestClock.adjust(5)
-      const added = yield* add(member.userId)
-      assert.deepStrictEqual(added, {
+      assert.deepStrictEqual(yield* add(member.userId), {
         member: { subjectId: member.userId, subjectType: "user", status: "active", createdAt: new Date(5) }
       })
-      assert.strictEqual((yield* flipCode(add(member.userId))).code, "conflict")
-      assert.strictEqual((yield* flipCode(add(userActor().userId))).code, "not_found", "not a member of the workspace")
+      assert.instanceOf(yield* Effect.flip(add(member.userId)), Conflict)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("someone who is not a member of this workspace is NotFound", () =>
+    Effect.gen(function*() {
+      const { add } = yield* joinable
+      assert.instanceOf(yield* Effect.flip(add(userActor().userId)), NotFound, "not a member of the workspace")
       const other = yield* newOwner
-      assert.strictEqual((yield* flipCode(add(other.actor.userId))).code, "not_found", "a member of another workspace")
+      assert.instanceOf(yield* Effect.flip(add(other.actor.userId)), NotFound, "a member of another workspace")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("an id of the wrong kind is a ValidationFailed on subjectId", () =>
+    Effect.gen(function*() {
+      const { member, add } = yield* joinable
       for (const [subjectId, subjectType] of [["usr_nope", undefined], [member.userId, "service_principal"]] as const) {
-        const error = yield* flipCode(add(subjectId, subjectType))
-        assert.deepStrictEqual([error.code, Object.keys(error.details["fields"] as object)], ["validation_failed", [
-          "subjectId"
-        ]])
+        const error = yield* Effect.flip(add(subjectId, subjectType))
+        assert.instanceOf(error, ValidationFailed)
+        assert.deepStrictEqual(Object.keys(fieldsOf(error)), ["subjectId"])
       }
+    }).pipe(Effect.provide(TestLayer)))
 
-      const sp = newId("sp_", 0)
-      const spBinding = (scopeKind: "organization" | "project", subjectId: string) =>
-        bindings.insert({
-          id: crypto.randomUUID(),
-          orgId,
-          subjectType: "service_principal",
-          subjectId,
-          role: scopeKind === "project" ? "project_viewer" : "builder",
-          scopeKind,
-          scopeRef: scopeKind === "project" ? newId("prj_", 0) : null,
-          createdAt: new Date(0)
-        }).pipe(Effect.orDie)
-      assert.strictEqual((yield* flipCode(add(sp, "service_principal"))).code, "not_found")
-      yield* spBinding("organization", sp)
+  it.effect("a service principal belongs by its binding; a project-scoped key's principal never joins", () =>
+    Effect.gen(function*() {
+      const { orgId, add } = yield* joinable
+      const principal = mint.servicePrincipal(0)
+      assert.instanceOf(yield* Effect.flip(add(principal, "service_principal")), NotFound)
+      yield* principalBinding(orgId, "organization", principal)
+      assert.strictEqual((yield* add(principal, "service_principal")).member.subjectType, "service_principal")
+      const projectKey = mint.servicePrincipal(0)
+      yield* principalBinding(orgId, "project", projectKey)
+      assert.instanceOf(yield* Effect.flip(add(projectKey, "service_principal")), ValidationFailed)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("listMembers pages the team's members newest first", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { orgId, workspace, team, member, add } = yield* joinable
+      yield* add(member.userId)
+      const principal = mint.servicePrincipal(0)
+      yield* principalBinding(orgId, "organization", principal)
       yield* TestClock.adjust(5)
-      assert.strictEqual((yield* add(sp, "service_principal")).member.subjectType, "service_principal")
-      const projectKey = newId("sp_", 0)
-      yield* spBinding("project", projectKey)
-      assert.strictEqual((yield* flipCode(add(projectKey, "service_principal"))).code, "validation_failed")
-
+      yield* add(principal, "service_principal")
       const members = yield* teams.listMembers(workspace, team.id, { limit: 1 })
-      assert.deepStrictEqual(members.data.members.map((m) => m.subjectId), [sp])
+      assert.deepStrictEqual(members.data.members.map((m) => m.subjectId), [principal])
       const rest = yield* teams.listMembers(workspace, team.id, { cursor: members.cursor ?? "" })
       assert.deepStrictEqual(rest.data.members.map((m) => m.subjectId), [member.userId])
+    }).pipe(Effect.provide(TestLayer)))
 
-      assert.deepStrictEqual(yield* teams.removeMember(owner, workspace, team.id, sp), { deleted: true })
-      for (const subjectId of [sp, "garbage", userActor().userId]) {
-        assert.strictEqual(
-          (yield* flipCode(teams.removeMember(owner, workspace, team.id, subjectId))).code,
-          "not_found"
-        )
+  it.effect("removeMember removes a member once; anyone not in the team is NotFound", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { owner, workspace, team, member, add } = yield* joinable
+      yield* add(member.userId)
+      assert.deepStrictEqual(yield* teams.removeMember(owner, workspace, team.id, member.userId), { deleted: true })
+      for (const subjectId of [member.userId, "garbage", userActor().userId]) {
+        assert.instanceOf(yield* Effect.flip(teams.removeMember(owner, workspace, team.id, subjectId)), NotFound)
       }
-      const missing = newId("team_", 0) as TeamId
-      assert.strictEqual((yield* flipCode(teams.listMembers(workspace, missing, {}))).code, "not_found")
-      assert.strictEqual(
-        (yield* flipCode(teams.addMember(owner, workspace, missing, { subjectId: member.userId }))).code,
-        "not_found"
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a team that does not exist is NotFound to list and to join", () =>
+    Effect.gen(function*() {
+      const teams = yield* TeamsService
+      const { owner, workspace, member } = yield* joinable
+      const missing = mint.team(0)
+      assert.instanceOf(yield* Effect.flip(teams.listMembers(workspace, missing, {})), NotFound)
+      assert.instanceOf(
+        yield* Effect.flip(teams.addMember(owner, workspace, missing, { subjectId: member.userId })),
+        NotFound
       )
     }).pipe(Effect.provide(TestLayer)))
 })
