@@ -94,7 +94,8 @@ export default Effect.gen(function*() {
   yield* sql`create index audit_entries_category_idx on audit_entries (org_id, category, occurred_at desc, id desc)`
   yield* sql`create index audit_entries_actor_idx on audit_entries (org_id, actor_id, occurred_at desc, id desc)`
   yield* sql`
-    create index audit_entries_subject_idx on audit_entries (org_id, subject_kind, subject_id, occurred_at desc, id desc)`
+    create index audit_entries_subject_idx
+    on audit_entries (org_id, subject_kind, subject_id, occurred_at desc, id desc)`
   yield* sql`
     create index audit_entries_event_type_idx on audit_entries (org_id, event_type, occurred_at desc, id desc)`
 })
