@@ -52,6 +52,10 @@ export class ValidationFailed extends Schema.Error<ValidationFailed>("Validation
   { error: errorBody("validation_failed") },
   { httpApiStatus: 422 }
 ) {}
+export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")(
+  { error: errorBody("payload_too_large") },
+  { httpApiStatus: 413 }
+) {}
 export class RateLimited extends Schema.Error<RateLimited>("RateLimited")(
   { error: errorBody("rate_limited") },
   { httpApiStatus: 429 }
@@ -59,6 +63,15 @@ export class RateLimited extends Schema.Error<RateLimited>("RateLimited")(
 export class InternalError extends Schema.Error<InternalError>("InternalError")(
   { error: errorBody("internal_error") },
   { httpApiStatus: 500 }
+) {}
+// Codes the contract adds: an external provider failed or timed out; the database did not answer in time.
+export class ProviderUnavailable extends Schema.Error<ProviderUnavailable>("ProviderUnavailable")(
+  { error: errorBody("provider_unavailable") },
+  { httpApiStatus: 502 }
+) {}
+export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("ServiceUnavailable")(
+  { error: errorBody("service_unavailable") },
+  { httpApiStatus: 503 }
 ) {}
 export class NotImplemented extends Schema.Error<NotImplemented>("NotImplemented")(
   { error: errorBody("not_implemented") },
