@@ -19,6 +19,9 @@
  * - `BENCH_MODES`: `pglite`, `postgres` or both, comma-separated (default both).
  * - `BENCH_CPU_PROF`: a directory; our server then runs under `node --cpu-prof` writing there, and the top frames of
  *   each measured run are printed after the tables.
+ * - `BENCH_BASELINE_REV`: a git revision; the baseline is then our own server as of that revision (checked out into a
+ *   temporary worktree with its own `npm ci`, started with the same node flags) instead of `bench/baseline.ts`, so a
+ *   change is measured against its starting point in one run, rounds alternating.
  */
 import autocannon from "autocannon"
 import { Schema } from "effect"
@@ -53,6 +56,7 @@ const ADMIN_URL = process.env["BENCH_DATABASE_URL"] || process.env["DATABASE_URL
   "postgres://postgres@127.0.0.1:5432/test"
 const MODES = (process.env["BENCH_MODES"] || "pglite,postgres").split(",").map((mode) => mode.trim())
 const PROFILE_DIR = process.env["BENCH_CPU_PROF"] || undefined
+const BASELINE_REV = process.env["BENCH_BASELINE_REV"] || undefined
 const HOST = "127.0.0.1"
 const STARTUP_TIMEOUT_MS = 120_000
 const STOP_TIMEOUT_MS = 15_000
@@ -598,7 +602,11 @@ const runMode = async (mode: string, database: Database, concurrent: boolean) =>
     const credentials = await signIn(ours.base, emailUser)
     const oursChecks = await preflight(ours.base, credentials, `${RUN_ID}-${mode}-ours`)
     const startBaseline = async () => {
-      const started = await startServer(`baseline (${mode})`, [BASELINE_MAIN], serverEnv(database.env))
+      const started = await startServer(
+        `baseline (${mode})`,
+        BASELINE_ARGS,
+        serverEnv(BASELINE_REV === undefined ? database.env : { ...database.env, APP_ENV: "development" })
+      )
       const checks = await preflight(started.base, credentials, `${RUN_ID}-${mode}-baseline`)
       if (checks.organization !== oursChecks.organization) {
         notes.push(
@@ -795,6 +803,22 @@ const report = () => {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The baseline's entry point: `bench/baseline.ts`, or our server's `main.ts` in a worktree of `BENCH_BASELINE_REV`
+ * (removed when the run ends), run with our node flags.
+ */
+const baselineArgs = async (): Promise<ReadonlyArray<string>> => {
+  if (BASELINE_REV === undefined) return [BASELINE_MAIN]
+  const dir = await mkdtemp(join(tmpdir(), "cp-bench-rev-"))
+  const git = (...args: ReadonlyArray<string>) => execFileSync("git", args, { cwd: ROOT, stdio: "inherit" })
+  console.error(`baseline: our server at ${BASELINE_REV}, checked out into ${dir}`)
+  git("worktree", "add", "--detach", dir, BASELINE_REV)
+  track(`worktree ${dir}`, async () => void git("worktree", "remove", "--force", dir))
+  execFileSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: dir, stdio: "inherit" })
+  return [...SERVER_NODE_FLAGS, join(dir, "packages/server/src/main.ts")]
+}
+const BASELINE_ARGS = await baselineArgs()
 
 const scenarios: ReadonlyArray<readonly [string, () => Promise<void>]> = [
   ["pglite", pgliteMode],
