@@ -77,6 +77,7 @@ const authorize = <R>(
   switch (requirement?._tag) {
     case "None":
     case "Authenticated":
+    case "ResourcePermission":
       return httpEffect
     case "Session":
       return Effect.flatMap(
