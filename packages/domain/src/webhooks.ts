@@ -6,14 +6,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, PreconditionFailed } from "./errors.ts"
-import {
-  DeliveryAttemptId,
-  EventId,
-  OrgId,
-  ProjectId,
-  WebhookEndpointId,
-  WebhookSubscriptionId
-} from "./ids.ts"
+import { DeliveryAttemptId, EventId, OrgId, ProjectId, WebhookEndpointId, WebhookSubscriptionId } from "./ids.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
@@ -274,7 +267,11 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       "/v1/organizations/:orgId/projects/:projectId/webhooks/endpoints",
       { params: projectParams, payload: EndpointInput, success: One, error: [NotFound, PreconditionFailed] }
     ).annotateMerge(requires.permission("project.webhook.write")),
-    HttpApiEndpoint.get("getEndpoint", endpointPath, { params: endpointParams, success: One, error: [NotFound, Forbidden] })
+    HttpApiEndpoint.get("getEndpoint", endpointPath, {
+      params: endpointParams,
+      success: One,
+      error: [NotFound, Forbidden]
+    })
       .annotateMerge(read),
     HttpApiEndpoint.patch("updateEndpoint", endpointPath, {
       params: endpointParams,
@@ -282,7 +279,11 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       success: One,
       error: [NotFound, Forbidden]
     }).annotateMerge(write),
-    HttpApiEndpoint.delete("deleteEndpoint", endpointPath, { params: endpointParams, success: One, error: [NotFound, Forbidden] })
+    HttpApiEndpoint.delete("deleteEndpoint", endpointPath, {
+      params: endpointParams,
+      success: One,
+      error: [NotFound, Forbidden]
+    })
       .annotateMerge(write),
     HttpApiEndpoint.post("disableEndpoint", `${endpointPath}/disable`, {
       params: endpointParams,

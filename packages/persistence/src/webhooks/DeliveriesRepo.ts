@@ -10,15 +10,10 @@ import { SqlSchema } from "effect/sql"
 import { idPosition, keysetQuery, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { updateRow } from "../memoryTable.ts"
-import {
-  AttemptKey,
-  AttemptOutcome,
-  AttemptsPage,
-  AttemptStats,
-  Claim,
-  DeliveryRow,
-  EndpointSince
-} from "./rows.ts"
+import { AttemptKey, AttemptOutcome, AttemptsPage, AttemptStats, Claim, DeliveryRow, EndpointSince } from "./rows.ts"
+
+/** The LISTEN/NOTIFY channel new deliveries are announced on. */
+export const DELIVERIES_CHANNEL = "webhook_deliveries"
 
 const isDue = (row: DeliveryRow, now: Date) =>
   row.dueAt !== null && row.dueAt <= now && (row.claimedUntil === null || row.claimedUntil <= now)
@@ -62,8 +57,11 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           return Effect.succeed(due)
         }),
       complete: (outcome) =>
-        updateRow(table, outcome.id, (row) =>
-          row.claimToken !== outcome.token ? Option.none() : Option.some(applyOutcome(row, outcome))),
+        updateRow(
+          table,
+          outcome.id,
+          (row) => row.claimToken !== outcome.token ? Option.none() : Option.some(applyOutcome(row, outcome))
+        ),
       stats: ({ endpointId, since }) =>
         Effect.sync(() => {
           const rows = [...table.values()].filter((row) => row.endpointId === endpointId)
@@ -109,7 +107,11 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
                 ...row,
                 traceContext: row.traceContext === null ? null : sql.json(row.traceContext)
               }))
-              return Arr.isArrayNonEmpty(values) ? sql`insert into webhook_deliveries ${sql.insert(values)}` : Effect.void
+              if (!Arr.isArrayNonEmpty(values)) return Effect.void
+              // The notification goes out when the transaction commits, waking listening workers at once.
+              return sql`insert into webhook_deliveries ${sql.insert(values)}`.pipe(
+                Effect.andThen(sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`)
+              )
             }),
             Effect.asVoid,
             Effect.orDie
