@@ -298,7 +298,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     }).annotateMerge(write),
     HttpApiEndpoint.post("rotateSecret", `${endpointPath}/rotate-secret`, {
       params: endpointParams,
-      success: RotatedSecret,
+      success: Envelope(RotatedSecret.fields),
       error: [NotFound, Forbidden]
     }).annotateMerge(write),
     HttpApiEndpoint.get("listEndpointSubscriptions", `${endpointPath}/subscriptions`, {

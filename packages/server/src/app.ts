@@ -39,7 +39,6 @@ import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
 import { DestinationGuard, WebhookSender, WebhookWorker } from "./webhooks/delivery.ts"
 import { WebhooksHttp } from "./webhooks/http.ts"
-import { WebhookOutbox } from "./webhooks/outbox.ts"
 import { WebhooksService } from "./webhooks/service.ts"
 import { WorkspacesHttp } from "./workspaces/http.ts"
 import { WorkspaceResolverLive } from "./workspaces/resolver.ts"
@@ -53,7 +52,7 @@ const Platform = Layer.mergeAll(
   Mailer.layer,
   Entitlements.layer,
   SecurityLog.layer
-).pipe(Layer.provideMerge(WebhookOutbox.layer), Layer.provideMerge(ServerKeys.layer))
+).pipe(Layer.provideMerge(ServerKeys.layer))
 
 /** Webhook delivery: the destination guard, the HTTPS sender and the worker that claims due attempts. */
 const WebhookDelivery = WebhookWorker.layer.pipe(

@@ -30,7 +30,7 @@ export interface AppConfigShape {
   readonly otlpEndpoint: Option.Option<string>
   /** Days an environment may stay unused before the idle sweep archives it (`ENVIRONMENT_RETENTION_DAYS`). */
   readonly environmentRetentionDays: number
-  /** Webhook URLs may resolve to loopback, private, link-local, CGNAT or multicast addresses (`=1`; never by default). */
+  /** Webhook URLs may resolve to loopback, private, link-local, CGNAT or multicast addresses (`=1`; off by default). */
   readonly webhookAllowPrivateNetworks: boolean
   /** PEM file of extra CAs outbound webhook HTTPS trusts (`NODE_EXTRA_CA_CERTS`, read as Node reads it). */
   readonly webhookExtraCaCerts: Option.Option<string>

@@ -152,5 +152,5 @@ export class EventLog extends Context.Service<EventLog, {
         })
       })
     })
-  )
+  ).pipe(Layer.provide(WebhookOutbox.layer))
 }
