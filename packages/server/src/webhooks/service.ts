@@ -594,6 +594,8 @@ export class WebhooksService extends Context.Service<WebhooksService, {
                 { limit: MAX_SUBSCRIPTIONS_PER_ENDPOINT }
               )
             }
+            // The event first: a subscription does not receive the event of its own creation.
+            yield* subscriptionEvent(actor, row, endpoint, "webhook_subscription.created")
             yield* endpoints.insertSubscription(row).pipe(
               Effect.catchTag(
                 "UniqueViolation",
@@ -604,7 +606,6 @@ export class WebhooksService extends Context.Service<WebhooksService, {
                   }))
               )
             )
-            yield* subscriptionEvent(actor, row, endpoint, "webhook_subscription.created")
             return { subscription: row }
           }))
         }),
