@@ -3,7 +3,6 @@
  * causes it, and workers claim due rows (`for update skip locked`) for a limited time, so a worker that dies leaves a
  * claim that expires and the row is tried again (at least once).
  */
-import type { DeliveryAttemptId } from "@cp/domain/ids"
 import { PgClient } from "@effect/sql-pg"
 import { Array as Arr, Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
@@ -11,6 +10,7 @@ import { idPosition, keysetQuery, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { updateRow } from "../memoryTable.ts"
 import { AttemptKey, AttemptOutcome, AttemptsPage, AttemptStats, Claim, DeliveryRow, EndpointSince } from "./rows.ts"
+import { WebhookTables } from "./WebhookTables.ts"
 
 /** The LISTEN/NOTIFY channel new deliveries are announced on. */
 export const DELIVERIES_CHANNEL = "webhook_deliveries"
@@ -33,66 +33,69 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
   /** The earliest `dueAt` of any row, to know how long a worker may sleep (None when nothing is pending). */
   readonly nextDue: Effect.Effect<Option.Option<Date>>
 }>()("@cp/persistence/webhooks/WebhookDeliveriesRepo") {
-  static readonly memory = Layer.sync(WebhookDeliveriesRepo, () => {
-    const table = new Map<DeliveryAttemptId, DeliveryRow>()
-    return WebhookDeliveriesRepo.of({
-      insertMany: (rows) =>
-        atomically((changes) => {
-          for (const row of rows) changes.set(table, row.id, row)
-          return Effect.void
-        }),
-      find: ({ attemptId, orgId }) =>
-        Effect.sync(() => Option.filter(Option.fromUndefinedOr(table.get(attemptId)), (row) => row.orgId === orgId)),
-      list: (page) =>
-        Effect.sync(() =>
-          windowOf([...table.values()].filter((row) => row.endpointId === page.endpointId), idPosition, page)
-        ),
-      claim: ({ limit, now, token, until }) =>
-        atomically((changes) => {
-          const due = [...table.values()].filter((row) => isDue(row, now))
-            .sort((a, b) => (a.dueAt?.getTime() ?? 0) - (b.dueAt?.getTime() ?? 0))
-            .slice(0, limit)
-            .map((row) => ({ ...row, claimedUntil: until, claimToken: token }))
-          for (const row of due) changes.set(table, row.id, row)
-          return Effect.succeed(due)
-        }),
-      complete: (outcome) =>
-        updateRow(
-          table,
-          outcome.id,
-          (row) => row.claimToken !== outcome.token ? Option.none() : Option.some(applyOutcome(row, outcome))
-        ),
-      stats: ({ endpointId, since }) =>
-        Effect.sync(() => {
-          const rows = [...table.values()].filter((row) => row.endpointId === endpointId)
-          const recent = rows.filter((row) => row.createdAt >= since)
-          const count = (status: DeliveryRow["status"]) => recent.filter((row) => row.status === status).length
-          const last = (status: DeliveryRow["status"]) =>
-            rows.filter((row) => row.status === status && row.completedAt !== null)
-              .reduce<Date | null>((max, row) => max === null || row.completedAt! > max ? row.completedAt : max, null)
-          return {
-            success: count("success"),
-            failed: count("failed"),
-            retrying: count("retrying"),
-            pending: count("pending"),
-            lastSuccessAt: last("success"),
-            lastFailureAt: last("failed")
-          }
-        }),
-      failedSince: ({ endpointId, since }) =>
-        Effect.sync(() =>
-          [...table.values()]
-            .filter((row) => row.endpointId === endpointId && row.status === "failed" && row.createdAt >= since)
-            .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1))
-        ),
-      nextDue: Effect.sync(() => {
-        const times = [...table.values()].flatMap((row) =>
-          row.dueAt === null ? [] : [Math.max(row.dueAt.getTime(), row.claimedUntil?.getTime() ?? 0)]
-        )
-        return times.length === 0 ? Option.none() : Option.some(new Date(Math.min(...times)))
+  static readonly memory = Layer.effect(
+    WebhookDeliveriesRepo,
+    Effect.gen(function*() {
+      const { deliveries: table } = yield* WebhookTables
+      return WebhookDeliveriesRepo.of({
+        insertMany: (rows) =>
+          atomically((changes) => {
+            for (const row of rows) changes.set(table, row.id, row)
+            return Effect.void
+          }),
+        find: ({ attemptId, orgId }) =>
+          Effect.sync(() => Option.filter(Option.fromUndefinedOr(table.get(attemptId)), (row) => row.orgId === orgId)),
+        list: (page) =>
+          Effect.sync(() =>
+            windowOf([...table.values()].filter((row) => row.endpointId === page.endpointId), idPosition, page)
+          ),
+        claim: ({ limit, now, token, until }) =>
+          atomically((changes) => {
+            const due = [...table.values()].filter((row) => isDue(row, now))
+              .sort((a, b) => (a.dueAt?.getTime() ?? 0) - (b.dueAt?.getTime() ?? 0))
+              .slice(0, limit)
+              .map((row) => ({ ...row, claimedUntil: until, claimToken: token }))
+            for (const row of due) changes.set(table, row.id, row)
+            return Effect.succeed(due)
+          }),
+        complete: (outcome) =>
+          updateRow(
+            table,
+            outcome.id,
+            (row) => row.claimToken !== outcome.token ? Option.none() : Option.some(applyOutcome(row, outcome))
+          ),
+        stats: ({ endpointId, since }) =>
+          Effect.sync(() => {
+            const rows = [...table.values()].filter((row) => row.endpointId === endpointId)
+            const recent = rows.filter((row) => row.createdAt >= since)
+            const count = (status: DeliveryRow["status"]) => recent.filter((row) => row.status === status).length
+            const last = (status: DeliveryRow["status"]) =>
+              rows.filter((row) => row.status === status && row.completedAt !== null)
+                .reduce<Date | null>((max, row) => max === null || row.completedAt! > max ? row.completedAt : max, null)
+            return {
+              success: count("success"),
+              failed: count("failed"),
+              retrying: count("retrying"),
+              pending: count("pending"),
+              lastSuccessAt: last("success"),
+              lastFailureAt: last("failed")
+            }
+          }),
+        failedSince: ({ endpointId, since }) =>
+          Effect.sync(() =>
+            [...table.values()]
+              .filter((row) => row.endpointId === endpointId && row.status === "failed" && row.createdAt >= since)
+              .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1))
+          ),
+        nextDue: Effect.sync(() => {
+          const times = [...table.values()].flatMap((row) =>
+            row.dueAt === null ? [] : [Math.max(row.dueAt.getTime(), row.claimedUntil?.getTime() ?? 0)]
+          )
+          return times.length === 0 ? Option.none() : Option.some(new Date(Math.min(...times)))
+        })
       })
     })
-  })
+  ).pipe(Layer.provide(WebhookTables.layer))
 
   static readonly sql = Layer.effect(
     WebhookDeliveriesRepo,

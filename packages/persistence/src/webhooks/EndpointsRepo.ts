@@ -2,7 +2,7 @@
  * Webhook endpoints and their subscriptions, one aggregate: a subscription lives and dies with its endpoint. The
  * repository stores sealed secrets as it is handed them; sealing and opening are the server's.
  */
-import type { WebhookEndpointId, WebhookSubscriptionId } from "@cp/domain/ids"
+import type { WebhookEndpointId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import type { UniqueViolation } from "../errors.ts"
@@ -21,6 +21,7 @@ import {
   SubscriptionRow,
   SubscriptionsPage
 } from "./rows.ts"
+import { WebhookTables } from "./WebhookTables.ts"
 
 /** The constraint behind a second subscription of one endpoint to the same `eventType`. */
 export const subscriptionDuplicateConstraint = "webhook_subscriptions_endpoint_event_type"
@@ -55,75 +56,80 @@ export class WebhookEndpointsRepo extends Context.Service<WebhookEndpointsRepo, 
    */
   readonly matching: (event: EventMatch) => Effect.Effect<ReadonlyArray<SubscriptionMatch>>
 }>()("@cp/persistence/webhooks/WebhookEndpointsRepo") {
-  static readonly memory = Layer.sync(WebhookEndpointsRepo, () => {
-    const endpoints = new Map<WebhookEndpointId, EndpointRow>()
-    const subscriptions = new Map<WebhookSubscriptionId, SubscriptionRow>()
-    const endpointIn = ({ endpointId, orgId }: EndpointKey) =>
-      Option.filter(Option.fromUndefinedOr(endpoints.get(endpointId)), (row) => row.orgId === orgId)
-    const subscriptionIn = ({ orgId, subscriptionId }: SubscriptionKey) =>
-      Option.filter(Option.fromUndefinedOr(subscriptions.get(subscriptionId)), (row) => row.orgId === orgId)
-    return WebhookEndpointsRepo.of({
-      insert: (row) => insertUnique(endpoints, row.id, row, [primaryKey("webhook_endpoints_pkey")]),
-      find: (key) => Effect.sync(() => endpointIn(key)),
-      list: (page) =>
-        Effect.sync(() =>
-          windowOf(
-            [...endpoints.values()].filter((row) =>
-              row.orgId === page.orgId && (page.projectId === null || row.projectId === page.projectId)
-            ),
-            idPosition,
-            page
+  static readonly memory = Layer.effect(
+    WebhookEndpointsRepo,
+    Effect.gen(function*() {
+      const { deliveries, endpoints, subscriptions } = yield* WebhookTables
+      const endpointIn = ({ endpointId, orgId }: EndpointKey) =>
+        Option.filter(Option.fromUndefinedOr(endpoints.get(endpointId)), (row) => row.orgId === orgId)
+      const subscriptionIn = ({ orgId, subscriptionId }: SubscriptionKey) =>
+        Option.filter(Option.fromUndefinedOr(subscriptions.get(subscriptionId)), (row) => row.orgId === orgId)
+      return WebhookEndpointsRepo.of({
+        insert: (row) => insertUnique(endpoints, row.id, row, [primaryKey("webhook_endpoints_pkey")]),
+        find: (key) => Effect.sync(() => endpointIn(key)),
+        list: (page) =>
+          Effect.sync(() =>
+            windowOf(
+              [...endpoints.values()].filter((row) =>
+                row.orgId === page.orgId && (page.projectId === null || row.projectId === page.projectId)
+              ),
+              idPosition,
+              page
+            )
+          ),
+        count: (orgId) => Effect.sync(() => [...endpoints.values()].filter((row) => row.orgId === orgId).length),
+        update: (row) => Effect.asVoid(updateRow(endpoints, row.id, () => Option.some(row))),
+        remove: (key) =>
+          atomically((changes) => {
+            if (Option.isNone(endpointIn(key))) return Effect.void
+            changes.delete(endpoints, key.endpointId)
+            for (const sub of subscriptions.values()) {
+              if (sub.endpointId === key.endpointId) changes.delete(subscriptions, sub.id)
+            }
+            for (const attempt of deliveries.values()) {
+              if (attempt.endpointId === key.endpointId) changes.delete(deliveries, attempt.id)
+            }
+            return Effect.void
+          }),
+        recordStreak: ({ at, endpointId, success }) =>
+          updateRow(endpoints, endpointId, (row) =>
+            Option.some({
+              ...row,
+              consecutiveFailures: success ? 0 : row.consecutiveFailures + 1,
+              updatedAt: at
+            })),
+        insertSubscription: (row) =>
+          insertUnique(subscriptions, row.id, row, [
+            primaryKey("webhook_subscriptions_pkey"),
+            { constraint: subscriptionDuplicateConstraint, key: (sub) => compositeKey(sub.endpointId, sub.eventType) }
+          ]),
+        findSubscription: (key) => Effect.sync(() => subscriptionIn(key)),
+        listSubscriptions: (page) =>
+          Effect.sync(() =>
+            windowOf([...subscriptions.values()].filter((row) => row.endpointId === page.endpointId), idPosition, page)
+          ),
+        countSubscriptions: (endpointId) =>
+          Effect.sync(() => [...subscriptions.values()].filter((row) => row.endpointId === endpointId).length),
+        updateSubscription: (row) => Effect.asVoid(updateRow(subscriptions, row.id, () => Option.some(row))),
+        removeSubscription: (key) =>
+          atomically((changes) => {
+            if (Option.isSome(subscriptionIn(key))) changes.delete(subscriptions, key.subscriptionId)
+            return Effect.void
+          }),
+        matching: (event) =>
+          Effect.sync(() =>
+            [...subscriptions.values()]
+              .filter((sub) => {
+                const endpoint = endpoints.get(sub.endpointId)
+                return sub.orgId === event.orgId && sub.enabled && endpoint !== undefined &&
+                  (endpoint.projectId === null || endpoint.projectId === event.projectId) &&
+                  patternMatches(sub.eventType, event.eventType)
+              })
+              .map((sub) => ({ subscriptionId: sub.id, endpointId: sub.endpointId, eventType: sub.eventType }))
           )
-        ),
-      count: (orgId) => Effect.sync(() => [...endpoints.values()].filter((row) => row.orgId === orgId).length),
-      update: (row) => Effect.asVoid(updateRow(endpoints, row.id, () => Option.some(row))),
-      remove: (key) =>
-        atomically((changes) => {
-          if (Option.isNone(endpointIn(key))) return Effect.void
-          changes.delete(endpoints, key.endpointId)
-          for (const sub of subscriptions.values()) {
-            if (sub.endpointId === key.endpointId) changes.delete(subscriptions, sub.id)
-          }
-          return Effect.void
-        }),
-      recordStreak: ({ at, endpointId, success }) =>
-        updateRow(endpoints, endpointId, (row) =>
-          Option.some({
-            ...row,
-            consecutiveFailures: success ? 0 : row.consecutiveFailures + 1,
-            updatedAt: at
-          })),
-      insertSubscription: (row) =>
-        insertUnique(subscriptions, row.id, row, [
-          primaryKey("webhook_subscriptions_pkey"),
-          { constraint: subscriptionDuplicateConstraint, key: (sub) => compositeKey(sub.endpointId, sub.eventType) }
-        ]),
-      findSubscription: (key) => Effect.sync(() => subscriptionIn(key)),
-      listSubscriptions: (page) =>
-        Effect.sync(() =>
-          windowOf([...subscriptions.values()].filter((row) => row.endpointId === page.endpointId), idPosition, page)
-        ),
-      countSubscriptions: (endpointId) =>
-        Effect.sync(() => [...subscriptions.values()].filter((row) => row.endpointId === endpointId).length),
-      updateSubscription: (row) => Effect.asVoid(updateRow(subscriptions, row.id, () => Option.some(row))),
-      removeSubscription: (key) =>
-        atomically((changes) => {
-          if (Option.isSome(subscriptionIn(key))) changes.delete(subscriptions, key.subscriptionId)
-          return Effect.void
-        }),
-      matching: (event) =>
-        Effect.sync(() =>
-          [...subscriptions.values()]
-            .filter((sub) => {
-              const endpoint = endpoints.get(sub.endpointId)
-              return sub.orgId === event.orgId && sub.enabled && endpoint !== undefined &&
-                (endpoint.projectId === null || endpoint.projectId === event.projectId) &&
-                patternMatches(sub.eventType, event.eventType)
-            })
-            .map((sub) => ({ subscriptionId: sub.id, endpointId: sub.endpointId, eventType: sub.eventType }))
-        )
+      })
     })
-  })
+  ).pipe(Layer.provide(WebhookTables.layer))
 
   static readonly sql = Layer.effect(
     WebhookEndpointsRepo,
