@@ -7,9 +7,11 @@
  */
 import { DeliveryAttempt, EndpointStats, Organization, WebhookEndpoint, WebhookSubscription } from "@cp/domain"
 import { verifySignature } from "@cp/server/webhooks/rules"
+import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
+import { cpctlAs, printed } from "./support/cli.ts"
 import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
 import { makeTestCa, type Receiver, startReceiver } from "./support/httpsReceiver.ts"
 import { call, sqlBackends, TestServer, testServer, testServerOver } from "./support/server.ts"
@@ -80,10 +82,13 @@ const receivedAt = (receiver: Receiver, path: string) => receiver.received.filte
 
 for (const backend of sqlBackends) {
   layer(
-    testServerOver(databaseLayer(backend), {
-      NODE_EXTRA_CA_CERTS: ca.caFile,
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: "1"
-    }),
+    Layer.merge(
+      testServerOver(databaseLayer(backend), {
+        NODE_EXTRA_CA_CERTS: ca.caFile,
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: "1"
+      }),
+      NodeServices.layer
+    ),
     { excludeTestServices: true, timeout: 120_000 }
   )(`webhooks [${backend}]`, (it) => {
     it.effect("an event is delivered once, signed, with the catalog body, to a receiver trusted through the CA", () =>
@@ -301,6 +306,51 @@ for (const backend of sqlBackends) {
         endpointOf(yield* api("DELETE", `/webhooks/endpoints/${created.id}`))
         failed(yield* api("GET", `/webhooks/endpoints/${created.id}`), 404, "not_found")
         failed(yield* api("GET", `/webhooks/delivery-attempts/${only.id}`), 404, "not_found")
+      })))
+
+    it.effect("cpctl webhooks: create, rotate-secret, subscribe, test, list, replay, recover, disable, delete", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const receiver = yield* startReceiver(ca)
+        const { baseUrl, orgId, token } = yield* newOwner
+        const run = (...args: Array<string>) =>
+          Effect.map(cpctlAs(baseUrl, token, "--json", "webhooks", ...args, "--workspace", orgId), (result) => {
+            assert.strictEqual(result.exitCode, 0, result.stderr)
+            return result
+          })
+        const { endpoint } = printed(
+          yield* run("endpoints", "create", receiver.url("/ok/cli"), "--name", "cli"),
+          { endpoint: WebhookEndpoint }
+        )
+        const { secret } = printed(yield* run("endpoints", "rotate-secret", endpoint.id), RotateAnswer)
+        assert.match(secret, /^whsec_[0-9a-f]{32}$/)
+        printed(yield* run("subscriptions", "create", endpoint.id, "project.*"), { subscription: WebhookSubscription })
+        const tested = printed(yield* run("test", endpoint.id, "--event-type", "cli.ping"), {
+          deliveryAttempt: DeliveryAttempt
+        }).deliveryAttempt
+        assert.strictEqual(tested.status, "success")
+        assert.strictEqual(tested.eventType, "cli.ping")
+        const listed = printed(yield* run("attempts", "list", endpoint.id), {
+          data: Schema.Struct({ deliveryAttempts: Schema.Array(DeliveryAttempt) }),
+          cursor: Schema.Null
+        })
+        assert.deepStrictEqual(listed.data.deliveryAttempts.map((a) => a.id), [tested.id])
+        const replayed = printed(yield* run("attempts", "replay", tested.id), { deliveryAttempt: DeliveryAttempt })
+        assert.strictEqual(replayed.deliveryAttempt.eventId, tested.eventId)
+        const since = new Date(Date.now() - 60_000).toISOString()
+        assert.deepStrictEqual(
+          printed(yield* run("recover", endpoint.id, "--since", since), { replayed: Schema.Number }),
+          {
+            replayed: 0
+          }
+        )
+        const disabled = printed(yield* run("endpoints", "disable", endpoint.id, "--reason", "cli"), {
+          endpoint: WebhookEndpoint
+        })
+        assert.strictEqual(disabled.endpoint.disabledReason, "cli")
+        printed(yield* run("endpoints", "delete", endpoint.id), { endpoint: WebhookEndpoint })
+        const gone = yield* cpctlAs(baseUrl, token, "webhooks", "endpoints", "get", endpoint.id, "--workspace", orgId)
+        assert.notStrictEqual(gone.exitCode, 0)
+        assert.match(gone.stderr, /error not_found/)
       })))
   })
 }

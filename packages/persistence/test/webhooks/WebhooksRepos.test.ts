@@ -3,11 +3,16 @@
  * matching (exact, prefix, `*`, project scope, disabled), the streak, cascade on delete; delivery attempts as the
  * outbox: claims that skip held rows and expire, outcomes written only under the claim, stats and failed-since.
  */
-import { DeliveryAttemptId, IdPrefix, ProjectId, WebhookEndpointId, WebhookSubscriptionId } from "@cp/domain/ids"
-import { EventId } from "@cp/domain/ids"
+import {
+  DeliveryAttemptId,
+  EventId,
+  IdPrefix,
+  ProjectId,
+  WebhookEndpointId,
+  WebhookSubscriptionId
+} from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
-import { Schema } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
 import { WebhookDeliveriesRepo } from "../../src/webhooks/DeliveriesRepo.ts"
