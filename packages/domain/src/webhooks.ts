@@ -20,20 +20,29 @@ import { OrgRef } from "./workspaces.ts"
 export const eventCatalog = {
   "organization.created": { resource: "organization", fields: ["orgId", "workspaceRef", "name", "slug", "accountId"] },
   "membership.added": { resource: "member", fields: ["memberId", "subjectType", "subjectId", "role", "invitationId?"] },
-  "membership.updated": { resource: "member", fields: ["memberId", "subjectType", "subjectId", "role", "previous"] },
-  "membership.removed": { resource: "member", fields: ["memberId", "subjectType", "subjectId", "role"] },
+  "membership.updated": {
+    resource: "member",
+    fields: ["memberId", "subjectType", "subjectId", "role", "previousRoles"]
+  },
+  "membership.removed": { resource: "member", fields: ["memberId", "subjectType", "subjectId", "roles"] },
   "invite.created": { resource: "invitation", fields: ["invitationId", "email", "role", "expiresAt"] },
   "invite.accepted": { resource: "invitation", fields: ["invitationId", "email", "role", "userId", "memberId"] },
   "invite.revoked": { resource: "invitation", fields: ["invitationId", "email", "role"] },
   "team.created": { resource: "team", fields: ["teamId", "name", "slug"] },
-  "team.updated": { resource: "team", fields: ["teamId", "changes"] },
-  "team.deleted": { resource: "team", fields: ["teamId", "name"] },
+  "team.updated": { resource: "team", fields: ["teamId", "name", "slug", "previousName", "previousSlug"] },
+  "team.deleted": { resource: "team", fields: ["teamId", "name", "slug"] },
   "team.member.added": { resource: "team", fields: ["teamId", "subjectType", "subjectId"] },
   "team.member.removed": { resource: "team", fields: ["teamId", "subjectType", "subjectId"] },
-  "team.role.granted": { resource: "team", fields: ["teamId", "grantId", "role", "scopeKind", "scopeRef"] },
-  "team.role.revoked": { resource: "team", fields: ["teamId", "grantId", "role", "scopeKind", "scopeRef"] },
-  "api_key.created": { resource: "apiKey", fields: ["apiKeyId", "label", "role", "projectId", "prefix"] },
-  "api_key.revoked": { resource: "apiKey", fields: ["apiKeyId", "label", "role", "projectId", "prefix"] },
+  "team.role.granted": { resource: "team", fields: ["teamId", "role", "scopeKind", "scopeRef"] },
+  "team.role.revoked": { resource: "team", fields: ["teamId", "role", "scopeKind", "scopeRef"] },
+  "api_key.created": {
+    resource: "apiKey",
+    fields: ["keyId", "label", "role", "projectId", "servicePrincipalId", "expiresAt"]
+  },
+  "api_key.revoked": {
+    resource: "apiKey",
+    fields: ["keyId", "label", "role", "projectId", "servicePrincipalId", "expiresAt"]
+  },
   "project.created": { resource: "project", fields: ["projectId", "name", "slug", "status"] },
   "project.archived": { resource: "project", fields: ["projectId", "name", "slug", "status"] },
   "project.restored": { resource: "project", fields: ["projectId", "name", "slug", "status"] },
