@@ -301,9 +301,22 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
       const disable = (endpoint: EndpointRow, reason: string, at: Date) =>
         endpoints.update({ ...endpoint, status: "disabled", disabledReason: reason, disabledAt: at, updatedAt: at })
 
-      /** Writes the outcome, the streak, auto-disable and the lifecycle events together. */
-      const record = (row: DeliveryRow, token: string, endpoint: EndpointRow, outcome: Outcome, gone: boolean) =>
-        tx.withTransaction(Effect.gen(function*() {
+      /** A try that was made (or skipped): what to write for it. */
+      interface Tried {
+        readonly row: DeliveryRow
+        readonly token: string
+        readonly endpoint: EndpointRow
+        readonly outcome: Outcome
+        readonly gone: boolean
+      }
+
+      /**
+       * Writes one outcome with its lifecycle event, the streak and auto-disable; run inside a transaction. A
+       * success on an endpoint without a streak writes no endpoint row (the hot path). `streaks` carries what earlier
+       * outcomes of the same transaction left.
+       */
+      const write = ({ endpoint, gone, outcome, row, token }: Tried, streaks: Map<string, number>) =>
+        Effect.gen(function*() {
           const at = yield* currentDate
           const written = yield* deliveries.complete({ id: row.id, token, at, ...outcome })
           if (Option.isNone(written)) return written
@@ -314,8 +327,11 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
           }
           const success = outcome.status === "success"
           yield* lifecycle(success ? "webhook.delivery_succeeded" : "webhook.delivery_failed", row, outcome, endpoint)
+          if (success && (streaks.get(endpoint.id) ?? endpoint.consecutiveFailures) === 0) return written
           const streak = yield* endpoints.recordStreak({ endpointId: endpoint.id, success, at })
-          if (Option.isNone(streak) || streak.value.status !== "active") return written
+          if (Option.isNone(streak)) return written
+          streaks.set(endpoint.id, streak.value.consecutiveFailures)
+          if (streak.value.status !== "active") return written
           const reason = gone
             ? "gone"
             : !success && streak.value.consecutiveFailures >= AUTO_DISABLE_THRESHOLD
@@ -326,18 +342,15 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
             yield* lifecycle("webhook.disabled", row, outcome, streak.value)
           }
           return written
-        }))
+        })
 
-      const attempt = (row: DeliveryRow, token: string): Effect.Effect<Option.Option<DeliveryRow>> =>
+      /** Makes one try of a claimed row to its endpoint (none when the endpoint is disabled): its outcome. */
+      const tryOnce = (row: DeliveryRow, token: string, endpoint: EndpointRow): Effect.Effect<Tried> =>
         Effect.gen(function*() {
-          const found = yield* endpoints.find({ orgId: row.orgId, endpointId: row.endpointId })
-          // The endpoint was deleted with its attempts after the claim: nothing left to record.
-          if (Option.isNone(found)) return Option.none<DeliveryRow>()
-          const endpoint = found.value
           const tryNumber = row.status === "retrying" ? row.attemptNumber + 1 : row.attemptNumber
+          const tried = (outcome: Outcome, gone = false): Tried => ({ row, token, endpoint, outcome, gone })
           if (endpoint.status === "disabled") {
-            const outcome = yield* failure(tryNumber, "endpoint_disabled", null, null, true)
-            return yield* record(row, token, endpoint, outcome, false)
+            return tried(yield* failure(tryNumber, "endpoint_disabled", null, null, true))
           }
           const now = yield* currentDate
           const result = yield* sender.send({
@@ -345,18 +358,10 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
             body: row.body,
             headers: headersFor(endpoint, row, now)
           })
-          if (result._tag === "Failed") {
-            return yield* record(
-              row,
-              token,
-              endpoint,
-              yield* failure(tryNumber, result.reason, null, null, false),
-              false
-            )
-          }
+          if (result._tag === "Failed") return tried(yield* failure(tryNumber, result.reason, null, null, false))
           const { body, status } = result
           if (status >= 200 && status < 300) {
-            const outcome: Outcome = {
+            return tried({
               status: "success",
               attemptNumber: tryNumber,
               httpStatusCode: status,
@@ -364,14 +369,33 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
               nextRetryAt: null,
               completedAt: yield* currentDate,
               responseBody: body
-            }
-            return yield* record(row, token, endpoint, outcome, false)
+            })
           }
           const gone = status === 410
           const reason: FailureReason = status >= 300 && status < 400 ? "redirect" : `http_${status}`
-          return yield* record(row, token, endpoint, yield* failure(tryNumber, reason, status, body, gone), gone)
+          return tried(yield* failure(tryNumber, reason, status, body, gone), gone)
         }).pipe(withJobSpan("webhook.deliver", row.traceContext))
 
+      /** The endpoints of a batch, each read once; a deleted one (its attempts went with it) is absent. */
+      const endpointsOf = (rows: ReadonlyArray<DeliveryRow>) =>
+        Effect.map(
+          Effect.forEach(
+            [...new Map(rows.map((row) => [row.endpointId, row])).values()],
+            (row) => endpoints.find({ orgId: row.orgId, endpointId: row.endpointId }),
+            { concurrency: "unbounded" }
+          ),
+          (found) =>
+            new Map(found.flatMap((endpoint) => Option.isSome(endpoint) ? [[endpoint.value.id, endpoint.value]] : []))
+        )
+
+      const attempt = (row: DeliveryRow, token: string): Effect.Effect<Option.Option<DeliveryRow>> =>
+        Effect.gen(function*() {
+          const endpoint = (yield* endpointsOf([row])).get(row.endpointId)
+          if (endpoint === undefined) return Option.none<DeliveryRow>()
+          return yield* tx.withTransaction(write(yield* tryOnce(row, token, endpoint), new Map()))
+        })
+
+      /** One round: claim, try every row (bounded concurrency), then write all outcomes in one transaction. */
       const runOnce = Effect.gen(function*() {
         const now = yield* currentDate
         const token = randomUUID()
@@ -381,7 +405,19 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
           token,
           limit: WORKER_CONCURRENCY
         })
-        yield* Effect.forEach(claimed, (row) => attempt(row, token), { concurrency: WORKER_CONCURRENCY, discard: true })
+        if (claimed.length === 0) return 0
+        const byId = yield* endpointsOf(claimed)
+        const tried = yield* Effect.forEach(
+          claimed.flatMap((row) => {
+            const endpoint = byId.get(row.endpointId)
+            return endpoint === undefined ? [] : [tryOnce(row, token, endpoint)]
+          }),
+          (effect) => effect,
+          { concurrency: WORKER_CONCURRENCY }
+        )
+        // Streaks as this transaction leaves them, so a later outcome of the batch sees an earlier one's.
+        const streaks = new Map<string, number>()
+        yield* tx.withTransaction(Effect.forEach(tried, (one) => write(one, streaks), { discard: true }))
         return claimed.length
       })
 
