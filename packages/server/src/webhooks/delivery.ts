@@ -206,8 +206,15 @@ interface Outcome {
   readonly responseBody: string | null
 }
 
-/** Rows claimed per round, and requests in flight per process (webhooks.md §3 Worker). */
+/** Requests in flight per process at most (webhooks.md §3 Worker): `WORKER_LANES` loops of `WORKER_BATCH` each. */
 export const WORKER_CONCURRENCY = 32
+/**
+ * Rounds run side by side, so one round's slowest request and its transaction never hold up all the others (a lane
+ * claims its next batch while the others still send).
+ */
+export const WORKER_LANES = 4
+/** Rows one round claims and tries at once. */
+export const WORKER_BATCH = WORKER_CONCURRENCY / WORKER_LANES
 /** How often a worker looks for due rows when nothing wakes it (PGlite and memory have no LISTEN). */
 export const POLL_INTERVAL = Duration.seconds(1)
 /** On PostgreSQL a notification wakes the worker; this poll only catches retries coming due. */
@@ -403,7 +410,7 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
           now,
           until: new Date(now.getTime() + CLAIM_SECONDS * 1000),
           token,
-          limit: WORKER_CONCURRENCY
+          limit: WORKER_BATCH
         })
         if (claimed.length === 0) return 0
         const byId = yield* endpointsOf(claimed)
@@ -413,7 +420,7 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
             return endpoint === undefined ? [] : [tryOnce(row, token, endpoint)]
           }),
           (effect) => effect,
-          { concurrency: WORKER_CONCURRENCY }
+          { concurrency: WORKER_BATCH }
         )
         // Streaks as this transaction leaves them, so a later outcome of the batch sees an earlier one's.
         const streaks = new Map<string, number>()
@@ -439,15 +446,16 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
     const round = worker.runOnce.pipe(
       Effect.catchCause((cause) => Effect.logWarning("webhook delivery round failed", cause).pipe(Effect.as(0)))
     )
-    yield* Effect.gen(function*() {
+    const lane = Effect.gen(function*() {
       while (true) {
         const tried = yield* round
-        if (tried < WORKER_CONCURRENCY) {
+        if (tried < WORKER_BATCH) {
           yield* wake.close
           yield* Effect.raceFirst(wake.await, Effect.sleep(interval))
         }
       }
-    }).pipe(Effect.forkScoped)
+    })
+    for (let i = 0; i < WORKER_LANES; i++) yield* Effect.forkScoped(lane)
   }))
 }
 
