@@ -172,24 +172,7 @@ export class WebhookEndpointsRepo extends Context.Service<WebhookEndpointsRepo, 
             Request: EndpointRow,
             execute: (row) =>
               sql`
-                update webhook_endpoints set ${
-                sql.update({
-                  url: row.url,
-                  name: row.name,
-                  description: row.description,
-                  status: row.status,
-                  disabledReason: row.disabledReason,
-                  disabledAt: row.disabledAt,
-                  secretVersion: row.secretVersion,
-                  secretLastRotatedAt: row.secretLastRotatedAt,
-                  sealedSecret: row.sealedSecret,
-                  previousSealedSecret: row.previousSealedSecret,
-                  previousSecretExpiresAt: row.previousSecretExpiresAt,
-                  kekId: row.kekId,
-                  consecutiveFailures: row.consecutiveFailures,
-                  updatedAt: row.updatedAt
-                })
-              }
+                update webhook_endpoints set ${sql.update(row, ["id", "orgId", "projectId", "createdAt"])}
                 where id = ${row.id}`
           }),
           Effect.orDie
