@@ -1,4 +1,4 @@
-/** The event catalog and its page for consumers (`docs/webhooks-events.md`) list the same types with the same fields. */
+/** The event catalog and its page for consumers (`docs/webhooks-events.md`) list the same types and fields. */
 import { eventCatalog, lifecycleEventTypes } from "@cp/domain"
 import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
