@@ -308,6 +308,13 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
       const disable = (endpoint: EndpointRow, reason: string, at: Date) =>
         endpoints.update({ ...endpoint, status: "disabled", disabledReason: reason, disabledAt: at, updatedAt: at })
 
+      /** What the outcomes of one transaction have left: endpoint streaks, and endpoints disabled. */
+      interface Batch {
+        readonly streaks: Map<string, number>
+        readonly disabled: Set<string>
+      }
+      const newBatch = (): Batch => ({ streaks: new Map(), disabled: new Set() })
+
       /** A try that was made (or skipped): what to write for it. */
       interface Tried {
         readonly row: DeliveryRow
@@ -319,10 +326,10 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
 
       /**
        * Writes one outcome with its lifecycle event, the streak and auto-disable; run inside a transaction. A
-       * success on an endpoint without a streak writes no endpoint row (the hot path). `streaks` carries what earlier
+       * success on an endpoint without a streak writes no endpoint row (the hot path). `batch` carries what the other
        * outcomes of the same transaction left.
        */
-      const write = ({ endpoint, gone, outcome, row, token }: Tried, streaks: Map<string, number>) =>
+      const write = ({ endpoint, gone, outcome, row, token }: Tried, batch: Batch) =>
         Effect.gen(function*() {
           const at = yield* currentDate
           const written = yield* deliveries.complete({ id: row.id, token, at, ...outcome })
@@ -334,17 +341,19 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
           }
           const success = outcome.status === "success"
           yield* lifecycle(success ? "webhook.delivery_succeeded" : "webhook.delivery_failed", row, outcome, endpoint)
-          if (success && (streaks.get(endpoint.id) ?? endpoint.consecutiveFailures) === 0) return written
+          if (success && (batch.streaks.get(endpoint.id) ?? endpoint.consecutiveFailures) === 0) return written
           const streak = yield* endpoints.recordStreak({ endpointId: endpoint.id, success, at })
           if (Option.isNone(streak)) return written
-          streaks.set(endpoint.id, streak.value.consecutiveFailures)
+          batch.streaks.set(endpoint.id, streak.value.consecutiveFailures)
           if (streak.value.status !== "active") return written
+          // Exactly at the threshold: outcomes written side by side never disable (and announce) it twice.
           const reason = gone
             ? "gone"
-            : !success && streak.value.consecutiveFailures >= AUTO_DISABLE_THRESHOLD
+            : !success && streak.value.consecutiveFailures === AUTO_DISABLE_THRESHOLD
             ? "repeated_delivery_failures"
             : undefined
-          if (reason !== undefined) {
+          if (reason !== undefined && !batch.disabled.has(endpoint.id)) {
+            batch.disabled.add(endpoint.id)
             yield* disable(streak.value, reason, at)
             yield* lifecycle("webhook.disabled", row, outcome, streak.value)
           }
@@ -399,7 +408,7 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
         Effect.gen(function*() {
           const endpoint = (yield* endpointsOf([row])).get(row.endpointId)
           if (endpoint === undefined) return Option.none<DeliveryRow>()
-          return yield* tx.withTransaction(write(yield* tryOnce(row, token, endpoint), new Map()))
+          return yield* tx.withTransaction(write(yield* tryOnce(row, token, endpoint), newBatch()))
         })
 
       /** One round: claim, try every row (bounded concurrency), then write all outcomes in one transaction. */
@@ -422,9 +431,12 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
           (effect) => effect,
           { concurrency: WORKER_BATCH }
         )
-        // Streaks as this transaction leaves them, so a later outcome of the batch sees an earlier one's.
-        const streaks = new Map<string, number>()
-        yield* tx.withTransaction(Effect.forEach(tried, (one) => write(one, streaks), { discard: true }))
+        // Streaks as this transaction leaves them, so a later outcome of the batch sees an earlier one's. The writes go
+        // out together (pipelined on the transaction's connection); the tries they record were concurrent anyway.
+        const batch = newBatch()
+        yield* tx.withTransaction(
+          Effect.forEach(tried, (one) => write(one, batch), { concurrency: "unbounded", discard: true })
+        )
         return claimed.length
       })
 
