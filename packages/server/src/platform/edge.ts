@@ -21,6 +21,7 @@ import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
+import { requirementOf } from "./apiMiddleware.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
@@ -84,6 +85,16 @@ export const EdgeLive = HttpRouter.middleware(
       if (actor._tag !== "Resolved") return { actor, workspace: undefined }
       return { actor, workspace: yield* workspaces.resolveEvenIfHidden(ref, actor.actor) }
     })
+
+    /**
+     * Whether this caller's `Idempotency-Key` is looked at (routing order of contract §4: the credential first): not
+     * with an invalid credential, and without one only on a route that needs none, so the route's 401 comes first.
+     */
+    const mayUseIdempotencyKey = (actor: ActorResolution, method: string, path: string): boolean => {
+      if (actor._tag !== "Anonymous") return actor._tag === "Resolved"
+      const endpoint = routes.endpointAt(method, path)
+      return endpoint !== undefined && requirementOf(endpoint)?._tag === "None"
+    }
 
     /** No route for this path: 405 with `Allow` when another method serves it, 404 otherwise. */
     const noRoute = (path: string) => {
@@ -158,7 +169,8 @@ export const EdgeLive = HttpRouter.middleware(
         scope
       )
       const key = request.headers[IDEMPOTENCY_HEADER]
-      const response = key === undefined || !IDEMPOTENT_METHODS.has(request.method) || actor._tag === "Invalid"
+      const response = key === undefined || !IDEMPOTENT_METHODS.has(request.method) ||
+          !mayUseIdempotencyKey(actor, request.method, path)
         ? yield* routed
         : yield* withIdempotencyKey(idempotency, keys, {
           key,
