@@ -14,11 +14,14 @@ import { Envelope, Page, Timestamp } from "./wire.ts"
  */
 const isPlainAddress = (text: string): boolean => !/[\p{Cc}\p{Cf}]/u.test(text) && text.normalize("NFKC") === text
 
+/** Surrounding white space, which comparison trims; unlike `trim`, a byte-order mark is not white space here. */
+const SURROUNDING_SPACE = /^[\p{Zs}\t\n\v\f\r]+|[\p{Zs}\t\n\v\f\r]+$/gu
+
 export const Email = Text.check(
   Schema.isMaxLength(254),
   Schema.isPattern(/^\s*[^\s@]+@[^\s@]+\.[^\s@]+\s*$/, { message: "must be an email address" }),
   Schema.makeFilter((text: string) =>
-    !isStorableText(text) || isPlainAddress(text.trim()) ||
+    !isStorableText(text) || isPlainAddress(text.replace(SURROUNDING_SPACE, "")) ||
     "must not contain full-width, zero-width, control or other look-alike characters"
   )
 )

@@ -2,23 +2,21 @@
  * The one rule for every string a request carries, and for free-form JSON values. PostgreSQL `text` and `jsonb`
  * cannot hold U+0000, and a lone UTF-16 surrogate has no UTF-8 form: both are refused at the schema (422 on the
  * field) instead of failing in the database (500). Single-line fields (names, labels, display names) also refuse
- * the other control characters; multi-line ones (descriptions, secret values) keep tab and line breaks.
+ * the other control characters, multi-line ones (descriptions) all but tab and line breaks; opaque values (secret
+ * values, tokens, references) need only the first rule.
  */
 import { Schema } from "effect"
 
-/**
- * U+0000 or an unpaired surrogate: with the `u` flag a surrogate pair reads as one code point above U+FFFF, so the
- * surrogate range matches only a lone half.
- */
-const MALFORMED_CODE_POINTS = /[\u0000\uD800-\uDFFF]/u
+/** An unpaired surrogate: with the `u` flag a pair reads as one code point above U+FFFF, never as `Cs`. */
+const LONE_SURROGATE = /\p{Cs}/u
 
 /** Whether `text` can be stored as-is: no U+0000 and no unpaired surrogate. */
-export const isStorableText = (text: string): boolean => !MALFORMED_CODE_POINTS.test(text)
+export const isStorableText = (text: string): boolean => !text.includes("\u0000") && !LONE_SURROGATE.test(text)
 
-/** Control characters other than tab, line feed and carriage return (C0, DEL, C1). */
-const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/
+/** Control characters (C0, DEL, C1) other than tab, line feed and carriage return. */
+const CONTROL = /(?![\t\n\r])\p{Cc}/u
 /** Control characters, line breaks included (a single-line field). */
-const CONTROL_OR_BREAK = /[\u0000-\u001F\u007F-\u009F\u2028\u2029]/
+const CONTROL_OR_BREAK = /[\p{Cc}\u2028\u2029]/u
 
 export const TEXT_MESSAGE = "must not contain NUL characters or unpaired surrogates"
 
