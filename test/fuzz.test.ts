@@ -122,6 +122,7 @@ for (const backend of sqlBackends) {
           const skipped: Array<string> = []
           const problems: Array<string> = []
           let sent = 0
+          const statuses = new Map<number, number>()
           for (const [index, endpoint] of endpoints.entries()) {
             const requests: ReadonlyArray<FuzzRequest> = yield* requestsFor(endpoint, {
               runs: RUNS,
@@ -137,6 +138,7 @@ for (const backend of sqlBackends) {
                 ...(request.headers === undefined ? {} : { headers: request.headers })
               })
               sent++
+              statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
               const problem = problemOf(res)
               if (problem !== undefined) {
                 problems.push(
@@ -147,9 +149,12 @@ for (const backend of sqlBackends) {
               }
             }
           }
-          console.log(`schema fuzz [${backend}]: ${endpoints.length} routes, ${sent} requests, seed ${SEED}`)
-        if (skipped.length > 0) console.log(`schemas not derived: ${skipped.join("; ")}`)
-        // Every route was reached, and the seeded owner's session still works (only the logout session ended).
+          const histogram = [...statuses].sort(([a], [b]) => a - b).map(([status, n]) => `${status}: ${n}`).join(", ")
+          console.log(
+            `schema fuzz [${backend}]: ${endpoints.length} routes, ${sent} requests, seed ${SEED} (${histogram})`
+          )
+          if (skipped.length > 0) console.log(`schemas not derived: ${skipped.join("; ")}`)
+          // Every route was reached, and the seeded owner's session still works (only the logout session ended).
           assert.isAbove(sent, endpoints.length * RUNS)
           ok(yield* call(baseUrl, "GET", "/v1/auth/session", { token }))
           assert.deepStrictEqual(

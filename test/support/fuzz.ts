@@ -157,6 +157,8 @@ const hostileBodies: ReadonlyArray<readonly [label: string, text: string, conten
   ["empty", ""],
   ["deep array (5000)", deepArray],
   ["NUL bytes raw", "{\"name\":\"a\u0000b\"}"],
+  // Over the 1 MiB JSON limit (issue 10 item 5): 413 once bodies are capped; never a 5xx either way.
+  ["oversize body (2 MiB)", `{"value":"${"x".repeat(2 * 1024 * 1024)}"}`],
   ["text/plain", "{}", "text/plain"]
 ]
 
