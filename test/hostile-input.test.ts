@@ -278,7 +278,7 @@ for (const backend of sqlBackends) {
           call(baseUrl, "POST", path, { token: owner.token, body: `{${fields},"value":${value}}` })
         ok(yield* post(settings, `"key":"deep32"`, nested(32)))
         ok(yield* post(settings, `"key":"object32"`, nestedObject(32)))
-        for (const depth of [33, 5000]) {
+        for (const depth of [33, 5000, 400_000]) {
           for (const value of [nested(depth), nestedObject(depth)]) {
             const created = yield* post(settings, `"key":"d${depth}","valueType":"json"`, value)
             assert.match(invalidFields(created)["value"]?.join() ?? "", /32 levels/, created.text)
@@ -289,6 +289,19 @@ for (const backend of sqlBackends) {
               body: `{"value":${value}}`
             })
             assert.property(invalidFields(patched), "value")
+          }
+        }
+      }))
+
+    it.effect("a body nested 400000 levels deep is refused without failing the server, idempotency key or not", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const { fill, owner } = yield* seeded(baseUrl)
+        const deep = nested(400_000)
+        for (const headers of [{}, { "idempotency-key": `deep-${unique()}` }]) {
+          for (const path of ["/v1/organizations/{org}/projects", "/v1/organizations/{org}/config/settings"]) {
+            const res = yield* call(baseUrl, "POST", fill(path), { token: owner.token, body: deep, headers })
+            failed(res, 422, "validation_failed")
           }
         }
       }))
@@ -366,6 +379,14 @@ for (const backend of sqlBackends) {
         for (const email of spellings) {
           const res = yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email } })
           assert.strictEqual(failed(res, 429, "rate_limited").details["scope"], "identity", email)
+        }
+        // An internationalized domain and its ASCII (IDNA) form are one mailbox too.
+        const idn = [`${local}@bücher.example`, `${local}@XN--BCHER-KVA.example.`]
+        for (let i = 0; i < 10; i++) {
+          dataOf(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email: idn[i % 2] } }), LoginChallenge)
+        }
+        for (const email of idn) {
+          failed(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email } }), 429, "rate_limited")
         }
         // Another mailbox is not affected.
         dataOf(yield* call(baseUrl, "POST", "/v1/auth/login/start", { body: { email: freshEmail() } }), LoginChallenge)
