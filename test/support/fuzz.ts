@@ -179,21 +179,11 @@ export const requestsFor = Effect.fnUntraced(function*(
   const { endpoint } = target
   const random = prng(options.seed)
   const payload = payloadSchema(endpoint)
-  const bodies = yield* samples(payload, options.runs, options.seed, options.skipped, `${target.name} payload`)
-  const queries = yield* samples(
-    endpoint.query,
-    options.runs,
-    options.seed + 1,
-    options.skipped,
-    `${target.name} query`
-  )
-  const paramSamples = yield* samples(
-    endpoint.params,
-    options.runs,
-    options.seed + 2,
-    options.skipped,
-    `${target.name} params`
-  )
+  const sampled = (schema: Schema.Top | undefined, offset: number, what: string) =>
+    samples(schema, options.runs, options.seed + offset, options.skipped, `${target.name} ${what}`)
+  const bodies = yield* sampled(payload, 0, "payload")
+  const queries = yield* sampled(endpoint.query, 1, "query")
+  const paramSamples = yield* sampled(endpoint.params, 2, "params")
   const paramNames = [...target.path.matchAll(/:(\w+)/g)].map((match) => match[1] ?? "")
   const seededParams = Object.fromEntries(paramNames.map((name) => [name, options.params[name] ?? "x"]))
   const hasBody = payload !== undefined
