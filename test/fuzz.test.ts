@@ -1,7 +1,9 @@
 /**
  * Schema fuzz of every route (issue 10): each endpoint of `ControlPlaneApi` is called as the owner of a seeded
  * workspace with requests generated from its own schemas and hostile mutations of them (`support/fuzz.ts`). No
- * answer may be 5xx, and every 4xx carries the error envelope with the stable code of its status. Bounded for CI
+ * answer may be 5xx, and every 4xx carries the error envelope with the stable code of its status. The generated
+ * requests and a sample of the mutations are also sent without a credential and with an invalid one: a route that
+ * needs one must answer 401 first (routing order, contract §4). Bounded for CI
  * (`FUZZ_RUNS`, default 6 generated requests per endpoint plus every mutation); `npm run fuzz` runs longer, and
  * `FUZZ_SEED` replays a run. Runs on PGlite, and on PostgreSQL too when `DATABASE_URL` is set.
  */
@@ -16,6 +18,7 @@ import {
   Setting,
   Team
 } from "@cp/domain"
+import { requirementOf } from "@cp/server/platform/apiMiddleware"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
@@ -24,6 +27,7 @@ import { endpointsOf, type FuzzEndpoint, type FuzzRequest, requestsFor } from ".
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, freshEmail, signIn, signInWithPersonal } from "./support/session.ts"
 
+const BAD_TOKEN = "sps_ses_01JAAAAAAAAAAAAAAAAAAAAAAA.not-a-secret"
 const RUNS = Number(process.env["FUZZ_RUNS"] ?? "6")
 const SEED = Number(process.env["FUZZ_SEED"] ?? "20261125")
 
@@ -131,21 +135,31 @@ for (const backend of sqlBackends) {
               skipped
             })
             const bearer = endpoint.name === "session.logout" ? logoutSession.token : token
+            // Routing order (contract §4): without a valid credential, a route that needs one answers 401 whatever
+            // else is wrong with the request.
+            const needsCredential = requirementOf(endpoint.endpoint)?._tag !== "None"
             for (const request of requests) {
-              const res = yield* call(baseUrl, request.method, request.path, {
-                token: bearer,
-                ...(request.body === undefined ? {} : { body: request.body }),
-                ...(request.headers === undefined ? {} : { headers: request.headers })
-              })
-              sent++
-              statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
-              const problem = problemOf(res)
-              if (problem !== undefined) {
-                problems.push(
-                  `${endpoint.name} [${request.origin}] ${request.method} ${request.path.slice(0, 160)}: ${problem}: ${
-                    res.text.slice(0, 300)
-                  }`
-                )
+              const callers = request.probe ? [bearer, undefined, BAD_TOKEN] : [bearer]
+              for (const credential of callers) {
+                const res = yield* call(baseUrl, request.method, request.path, {
+                  ...(credential === undefined ? {} : { token: credential }),
+                  ...(request.body === undefined ? {} : { body: request.body }),
+                  ...(request.headers === undefined ? {} : { headers: request.headers })
+                })
+                sent++
+                statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+                const caller = credential === bearer
+                  ? "owner"
+                  : credential === undefined
+                  ? "no credential"
+                  : "bad token"
+                const problem = caller !== "owner" && needsCredential && res.status !== 401
+                  ? `status ${res.status} for a caller with ${caller}, expected 401`
+                  : problemOf(res)
+                if (problem !== undefined) {
+                  const what = `${endpoint.name} [${request.origin}; ${caller}] ${request.method} ${request.path}`
+                  problems.push(`${what.slice(0, 200)}: ${problem}: ${res.text.slice(0, 300)}`)
+                }
               }
             }
           }
@@ -155,7 +169,7 @@ for (const backend of sqlBackends) {
           )
           if (skipped.length > 0) console.log(`schemas not derived: ${skipped.join("; ")}`)
           // Every route was reached, and the seeded owner's session still works (only the logout session ended).
-          assert.isAbove(sent, endpoints.length * RUNS)
+          assert.isAbove(sent, endpoints.length * RUNS * 2)
           ok(yield* call(baseUrl, "GET", "/v1/auth/session", { token }))
           assert.deepStrictEqual(
             problems,

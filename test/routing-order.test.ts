@@ -15,7 +15,7 @@ const BAD_TOKEN = "sps_ses_01JAAAAAAAAAAAAAAAAAAAAAAA.not-a-secret"
 
 for (const backend of sqlBackends) {
   layer(testServerOver(databaseLayer(backend)), { excludeTestServices: true })(`routing order [${backend}]`, (it) => {
-    it.effect("a path id over 100 characters: 401 without a valid credential, 404 with one", () =>
+    it.effect("a path id over 100 characters or not UTF-8: 401 without a valid credential, 404 with one", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const owner = yield* signInWithPersonal(baseUrl, "route")
@@ -28,7 +28,11 @@ for (const backend of sqlBackends) {
           ["PATCH", `/v1/organizations/${org}/teams/team_${"C".repeat(101)}`],
           ["DELETE", `/v1/organizations/${org}/members/mem_${"D".repeat(5000)}`],
           ["POST", `/v1/me/invitations/inv_${"E".repeat(150)}/accept`],
-          ["GET", `/v1/organizations/${"s".repeat(150)}`]
+          ["GET", `/v1/organizations/${"s".repeat(150)}`],
+          // Escapes that are not UTF-8: the router cannot read the path at all.
+          ["GET", `/v1/organizations/${org}/projects/%ED%A0%80`],
+          ["DELETE", `/v1/organizations/${org}/teams/%FF%00`],
+          ["GET", "/v1/organizations/%ED%A0%80/members"]
         ]
         for (const [method, path] of paths) {
           const label = `${method} ${path.slice(0, 80)}`

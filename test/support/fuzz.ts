@@ -14,6 +14,12 @@ export interface FuzzRequest {
   readonly body?: string
   readonly headers?: Record<string, string>
   readonly origin: string
+  /**
+   * Whether to send it also without a credential and with an invalid one (routing order: the answer must be 401
+   * where the route needs a credential). Only requests that still name the endpoint's route (no path parameter made
+   * empty, `.` or `..`, which the client or the router reads as another path), and a sample of the mutations.
+   */
+  readonly probe: boolean
 }
 
 /** An endpoint as the fuzz sees it. */
@@ -113,6 +119,9 @@ const queryString = (query: Readonly<Record<string, unknown>>): string => {
   return parts.length === 0 ? "" : `?${parts.join("&")}`
 }
 
+/** Whether a path parameter with this value still names the same route. */
+const keepsRoute = (value: unknown) => value !== "" && value !== "." && value !== ".."
+
 const DEEP = 5000
 const deepArray = `${"[".repeat(DEEP)}0${"]".repeat(DEEP)}`
 
@@ -146,6 +155,9 @@ const hostileTexts: ReadonlyArray<readonly [label: string, text: string]> = [
   ["unicode", "ünï©ødé🚀"],
   ["empty", ""]
 ]
+
+/** The hostile path values also sent without a valid credential. */
+const PROBED_PATH_VALUES: ReadonlySet<string> = new Set(["NUL", "lone surrogate", "long (5000)"])
 
 /** Whole bodies that are not what any route expects. */
 const hostileBodies: ReadonlyArray<readonly [label: string, text: string, contentType?: string]> = [
@@ -204,7 +216,8 @@ export const requestsFor = Effect.fnUntraced(function*(
       method: target.method,
       path: fillPath(target.path, params) + (isRecord(query) ? queryString(query) : ""),
       ...(hasBody ? { body: JSON.stringify(body ?? {}), headers: json } : {}),
-      origin: `generated #${i}`
+      origin: `generated #${i}`,
+      probe: Object.values(params).every(keepsRoute)
     })
   }
 
@@ -222,7 +235,8 @@ export const requestsFor = Effect.fnUntraced(function*(
           path: basePath + queryString(baseQuery),
           body: `{${[...others, `${JSON.stringify(field)}:${value}`].join(",")}}`,
           headers: json,
-          origin: `body field ${field} = ${label}`
+          origin: `body field ${field} = ${label}`,
+          probe: false
         })
       }
     }
@@ -232,7 +246,8 @@ export const requestsFor = Effect.fnUntraced(function*(
         path: basePath,
         body: text,
         headers: { "content-type": contentType ?? "application/json" },
-        origin: `body ${label}`
+        origin: `body ${label}`,
+        probe: text.length < 1024
       })
     }
   }
@@ -243,14 +258,16 @@ export const requestsFor = Effect.fnUntraced(function*(
         method: target.method,
         path: basePath + queryString({ ...baseQuery, [field]: text }),
         ...(hasBody ? { body: JSON.stringify(base), headers: json } : {}),
-        origin: `query ${field} = ${label}`
+        origin: `query ${field} = ${label}`,
+        probe: false
       })
     }
     requests.push({
       method: target.method,
       path: `${basePath}?${field}=1&${field}=2`,
       ...(hasBody ? { body: JSON.stringify(base), headers: json } : {}),
-      origin: `query ${field} repeated`
+      origin: `query ${field} repeated`,
+      probe: false
     })
   }
   for (const name of paramNames) {
@@ -260,13 +277,15 @@ export const requestsFor = Effect.fnUntraced(function*(
         method: target.method,
         path: fillPath(target.path, { ...seededParams, [name]: text }),
         ...(hasBody ? { body: JSON.stringify(base), headers: json } : {}),
-        origin: `path ${name} = ${label}`
+        origin: `path ${name} = ${label}`,
+        probe: keepsRoute(text) && PROBED_PATH_VALUES.has(label)
       })
     }
     requests.push({
       method: target.method,
       path: fillPath(target.path, seededParams).replace(segment(seededParams[name] ?? "x"), "%ED%A0%80%00"),
-      origin: `path ${name} = invalid UTF-8 escapes`
+      origin: `path ${name} = invalid UTF-8 escapes`,
+      probe: true
     })
   }
   if (target.method !== "GET") {
@@ -275,7 +294,8 @@ export const requestsFor = Effect.fnUntraced(function*(
       path: basePath,
       ...(hasBody ? { body: JSON.stringify(base) } : {}),
       headers: { ...(hasBody ? json : {}), "idempotency-key": "bad key ü" },
-      origin: "malformed Idempotency-Key"
+      origin: "malformed Idempotency-Key",
+      probe: true
     })
   }
   return requests

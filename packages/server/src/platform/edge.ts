@@ -21,7 +21,7 @@ import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
-import { requirementOf } from "./apiMiddleware.ts"
+import { requirementOf, unauthenticated } from "./apiMiddleware.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
@@ -96,6 +96,21 @@ export const EdgeLive = HttpRouter.middleware(
       return endpoint !== undefined && requirementOf(endpoint)?._tag === "None"
     }
 
+    /**
+     * The router found no route although the API has one for this method and path: the router could not read the
+     * path (an escape that is not UTF-8). The credential still comes first (401 where the route needs one), then the
+     * path is a malformed id (404). Any other miss goes on to `noRoute`.
+     */
+    const unreadablePath = (actor: ActorResolution, method: string, path: string) => (error: unknown) => {
+      const endpoint = routes.endpointAt(method, path)
+      if (endpoint === undefined) return Effect.fail(error)
+      return renderError(
+        actor._tag !== "Resolved" && requirementOf(endpoint)?._tag !== "None"
+          ? unauthenticated()
+          : wireError(NotFound, "Not found")
+      )
+    }
+
     /** No route for this path: 405 with `Allow` when another method serves it, 404 otherwise. */
     const noRoute = (path: string) => {
       const methods = [...routes.methodsAt(path)].join(", ")
@@ -161,7 +176,9 @@ export const EdgeLive = HttpRouter.middleware(
         ip: Option.getOrNull(request.remoteAddress),
         userAgent: request.headers["user-agent"] ?? null
       }
-      const served = Effect.flatMap(httpEffect, withEnvelope415)
+      const served = Effect.flatMap(httpEffect, withEnvelope415).pipe(
+        Effect.catchIf(isRouteNotFound, unreadablePath(actor, request.method, path))
+      )
       // Each provided service deepens the request's context, and a deep one is copied whole: provide only a change.
       const routed = Effect.provideService(
         request === original ? served : Effect.provideService(served, HttpServerRequest.HttpServerRequest, request),
