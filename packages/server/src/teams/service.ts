@@ -225,6 +225,7 @@ export class TeamsService extends Context.Service<TeamsService, {
           }
           return yield* tx.withTransaction(Effect.gen(function*() {
             const row = yield* insertWithSlug(tx, { requested: input.slug, base: slugify(base.name, "team") }, {
+              namespace: `teams:${orgId}`,
               taken: (slugBase) => teams.slugsStartingWith({ orgId, base: slugBase }),
               withSlug: (slug): TeamRow => ({ ...base, slug }),
               insert: teams.insert,
