@@ -217,52 +217,109 @@ for (const backend of sqlBackends) {
       }))
 
     if (backend === "postgres") {
-      it.effect("a change waiting for the workspace lock is judged by the roles committed before it", () =>
+      /**
+       * Holds the workspace lock in a transaction of the test's own, sends `first` and waits until it queues for the
+       * lock, then `second`, and releases: `first` commits before `second` takes the lock. Their answers.
+       */
+      const queuedBehindLock = (
+        orgId: string,
+        first: Effect.Effect<Res>,
+        second: Effect.Effect<Res>
+      ) =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const waitForWaiters = (n: number) =>
+            Effect.gen(function*() {
+              // Activity statistics are a snapshot per transaction: cleared to see new waiters.
+              yield* sql`select pg_stat_clear_snapshot()`
+              const rows = yield* sql<{ n: number }>`
+                select count(*)::int as n from pg_stat_activity
+                where datname = current_database() and wait_event_type = 'Lock'`
+              return rows[0]?.n ?? 0
+            }).pipe(
+              Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (count) => count >= n }),
+              Effect.timeoutOrElse({
+                duration: "20 seconds",
+                orElse: () => Effect.die(new Error(`request ${n} never queued for the workspace lock`))
+              })
+            )
+          const fibers = yield* sql.withTransaction(Effect.gen(function*() {
+            yield* sql`select id from organizations where id = ${orgId} for no key update`
+            const firstFiber = yield* Effect.forkChild(first)
+            yield* waitForWaiters(1)
+            const secondFiber = yield* Effect.forkChild(second)
+            yield* waitForWaiters(2)
+            return [firstFiber, secondFiber] as const
+          }))
+          return [yield* Fiber.join(fibers[0]), yield* Fiber.join(fibers[1])] as const
+        }).pipe(Effect.orDie)
+
+      /** A workspace of a fresh owner A, with B joined as `role`. */
+      const ownerAnd = (role: string) =>
         Effect.gen(function*() {
           const { baseUrl } = yield* TestServer
-          const sql = yield* SqlClient.SqlClient
           const a = yield* signIn(baseUrl)
           const org = organizationOf(
             yield* call(baseUrl, "POST", "/v1/organizations", { token: a.token, body: { name: "Stale" } })
           )
-          const b = yield* join(baseUrl, a.token, org.id, "owner")
-          const c = yield* join(baseUrl, a.token, org.id, "viewer")
-          const lockWaiters = Effect.flatMap(
-            sql<{ n: number }>`
-              select count(*)::int as n from pg_stat_activity
-              where datname = current_database() and wait_event_type = 'Lock'`,
-            (rows) => Effect.succeed(rows[0]?.n ?? 0)
-          )
-          const waitForWaiters = (n: number) =>
-            Effect.gen(function*() {
-              yield* sql`select pg_stat_clear_snapshot()`
-              return yield* lockWaiters
-            }).pipe(Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (count) => count >= n }))
+          return { baseUrl, a, org, b: yield* join(baseUrl, a.token, org.id, role) }
+        })
 
-          // Holding the workspace lock, queue A's removal of B first, then B's promotion of C.
-          const [removal, promotion] = yield* sql.withTransaction(Effect.gen(function*() {
-            yield* sql`select id from organizations where id = ${org.id} for no key update`
-            const removal = yield* Effect.forkChild(
-              call(baseUrl, "DELETE", `/v1/organizations/${org.id}/members/${b.memberId}`, { token: a.token })
-            )
-            yield* waitForWaiters(1)
-            const promotion = yield* Effect.forkChild(
-              call(baseUrl, "PATCH", `/v1/organizations/${org.id}/members/${c.memberId}`, {
-                token: b.token,
-                body: { role: "owner" }
-              })
-            )
-            yield* waitForWaiters(2)
-            return [removal, promotion] as const
-          }))
-          ok(yield* Fiber.join(removal))
-          const promoted = yield* Fiber.join(promotion)
+      it.effect("owner A removes owner B while B promotes C: B's change waits for the lock and is then 403", () =>
+        Effect.gen(function*() {
+          const { baseUrl, a, org, b } = yield* ownerAnd("owner")
+          const c = yield* join(baseUrl, a.token, org.id, "viewer")
+          const [removal, promotion] = yield* queuedBehindLock(
+            org.id,
+            call(baseUrl, "DELETE", `/v1/organizations/${org.id}/members/${b.memberId}`, { token: a.token }),
+            call(baseUrl, "PATCH", `/v1/organizations/${org.id}/members/${c.memberId}`, {
+              token: b.token,
+              body: { role: "owner" }
+            })
+          )
+          ok(removal)
           assert.strictEqual(
-            failed(promoted, 403, "forbidden").details["permission"],
+            failed(promotion, 403, "forbidden").details["permission"],
             "organization.member.update_role"
           )
           assert.deepStrictEqual(yield* ownersOf(baseUrl, a.token, org.id), [a.user.id])
-        }).pipe(Effect.orDie))
+        }))
+
+      it.effect("an admin demoted to viewer while its API-key create and team grant wait: both 403", () =>
+        Effect.gen(function*() {
+          const { baseUrl, a, org, b } = yield* ownerAnd("admin")
+          const team = ok(
+            yield* call(baseUrl, "POST", `/v1/organizations/${org.id}/teams`, { token: a.token, body: { name: "T" } }),
+            { team: Team }
+          ).team
+          const demote = (role: string) =>
+            call(baseUrl, "PATCH", `/v1/organizations/${org.id}/members/${b.memberId}`, {
+              token: a.token,
+              body: { role }
+            })
+          const [demoted, key] = yield* queuedBehindLock(
+            org.id,
+            demote("viewer"),
+            call(baseUrl, "POST", `/v1/organizations/${org.id}/api-keys`, {
+              token: b.token,
+              body: { label: "stale", role: "viewer" }
+            })
+          )
+          ok(demoted)
+          assert.strictEqual(failed(key, 403, "forbidden").details["permission"], "organization.api_key.create")
+
+          ok(yield* demote("admin"))
+          const [demotedAgain, grant] = yield* queuedBehindLock(
+            org.id,
+            demote("viewer"),
+            call(baseUrl, "POST", `/v1/organizations/${org.id}/team-roles`, {
+              token: b.token,
+              body: { teamId: team.id, role: "viewer", scopeKind: "organization" }
+            })
+          )
+          ok(demotedAgain)
+          assert.strictEqual(failed(grant, 403, "forbidden").details["permission"], "team.role.grant")
+        }))
     }
   })
 }
