@@ -16,7 +16,7 @@ import {
   UnsupportedMediaType,
   wireError
 } from "@cp/domain"
-import { IdempotencyRepo } from "@cp/persistence"
+import { IdempotencyRepo, Transactor } from "@cp/persistence"
 import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ActorResolver } from "./actors.ts"
@@ -48,6 +48,7 @@ export const EdgeLive = HttpRouter.middleware(
     const actors = yield* ActorResolver
     const workspaces = yield* WorkspaceResolver
     const idempotency = yield* IdempotencyRepo
+    const tx = yield* Transactor
     const keys = yield* ServerKeys
     const routes = makeRouteTable(ControlPlaneApi, DOCS_ROUTES)
     const hiddenReach = makeRouteTable(
@@ -160,7 +161,7 @@ export const EdgeLive = HttpRouter.middleware(
       const key = request.headers[IDEMPOTENCY_HEADER]
       const response = key === undefined || !IDEMPOTENT_METHODS.has(request.method) || actor._tag === "Invalid"
         ? yield* routed
-        : yield* withIdempotencyKey(idempotency, keys, {
+        : yield* withIdempotencyKey(idempotency, tx, keys, {
           key,
           principal: actor._tag === "Resolved" ? actorId(actor.actor) : "",
           method: request.method,
