@@ -6,6 +6,7 @@ import { spawn } from "node:child_process"
 import { realpathSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
+import process from "node:process"
 import { fileURLToPath } from "node:url"
 
 const here = dirname(realpathSync(fileURLToPath(import.meta.url)))

@@ -185,6 +185,7 @@ export const exitCodeOf = (cause: Cause.Cause<unknown>): number => {
   }
   if (value instanceof CliFailure) return usageCodes.has(value.code) ? ExitCode.usage : ExitCode.failure
   if (value instanceof Unauthenticated) return ExitCode.auth
+  if (value instanceof HttpClientError.HttpClientError && value.response?.status === 401) return ExitCode.auth
   return ExitCode.failure
 }
 
