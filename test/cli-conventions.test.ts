@@ -4,7 +4,7 @@
  * confirmation of destructive commands, exit codes, flag names in validation errors, the User-Agent, no
  * `traceparent`, and the installed bin on the machine's own Node.
  */
-import { Environment, FeatureFlag, Organization, Project, Team } from "@cp/domain"
+import { Environment, FeatureFlag, Organization, Project, ResolvedSetting, Setting, Team } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Cause, ConfigProvider, Effect, Exit, FileSystem, Layer, Schema } from "effect"
@@ -313,6 +313,26 @@ layer(Layer.merge(testServer("memory"), NodeServices.layer), { excludeTestServic
         assert.strictEqual(mistyped.exitCode, 1)
         assert.match(mistyped.stderr, /^error validation_failed: /)
         assert.include(mistyped.stderr, "\"<value>\"")
+      }))
+
+    it.effect("a masked setting shows masked, in the table and in --json, unless --reveal", () =>
+      Effect.gen(function*() {
+        const { ok } = yield* user
+        const workspace = parse(Organization, (yield* ok("workspaces", "create", "Masks", "--json")).stdout).slug
+        const w = ["-w", workspace]
+        yield* ok("config", "set", "db.password", "hunter2", "--visibility", "masked", ...w)
+        const table = yield* ok("config", "get", ...w)
+        assert.include(table.stdout, "(masked)")
+        assert.notInclude(table.stdout, "hunter2")
+        assert.include((yield* ok("config", "get", "--reveal", ...w)).stdout, "\"hunter2\"")
+        const hidden = parse(Schema.Array(Setting), (yield* ok("config", "get", "db.password", ...w, "--json")).stdout)
+        assert.deepInclude(hidden[0], { value: null, masked: true })
+        const shown = parse(Schema.Array(Setting), (yield* ok("config", "get", ...w, "--json", "--reveal")).stdout)
+        assert.deepInclude(shown[0], { value: "hunter2", masked: true })
+        const resolved = yield* ok("config", "resolve", "db.password", ...w)
+        assert.include(resolved.stdout, "(masked)")
+        const revealed = yield* ok("config", "resolve", "db.password", ...w, "--reveal", "--json")
+        assert.strictEqual(parse(ResolvedSetting, revealed.stdout).value, "hunter2")
       }))
   }
 )
