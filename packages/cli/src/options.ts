@@ -54,6 +54,10 @@ export const workspaceFlag: Flag.Flag<string> = Flag.String("workspace").pipe(
   Flag.mapEffect(Option.match({ onNone: () => defaultWorkspace, onSome: Effect.succeed }))
 )
 
+/** A flag as words of a command line to print (`["--limit", "10"]`), or none when the option is empty. */
+export const flagWords = (flag: string, value: Option.Option<string | number>): ReadonlyArray<string> =>
+  Option.match(value, { onNone: () => [], onSome: (present) => [flag, String(present)] })
+
 /** `--limit`, `--cursor` and `--all`: the paging flags of a list command. */
 export const pageFlags = {
   limit: Flag.String("limit").pipe(

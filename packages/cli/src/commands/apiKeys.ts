@@ -10,6 +10,7 @@ import { ControlPlaneClient, withClient } from "../client.ts"
 import {
   confirm,
   fetchRows,
+  flagWords,
   optionalKey,
   pageFlags,
   resolveProject,
@@ -108,8 +109,8 @@ const list = Command.make(
         "list",
         "-w",
         flags.workspace,
-        ...Option.match(flags.project, { onNone: () => [], onSome: (project) => ["--project", project] }),
-        ...Option.match(flags.limit, { onNone: () => [], onSome: (limit) => ["--limit", String(limit)] })
+        ...flagWords("--project", flags.project),
+        ...flagWords("--limit", flags.limit)
       ]
     })
   })

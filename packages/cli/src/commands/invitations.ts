@@ -17,7 +17,7 @@ import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { usageError } from "../errors.ts"
-import { confirm, fetchRows, optionalKey, pageFlags, workspaceFlag, yesFlag } from "../options.ts"
+import { confirm, fetchRows, flagWords, optionalKey, pageFlags, workspaceFlag, yesFlag } from "../options.ts"
 import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
 const invitationColumns: Columns<Invitation> = {
@@ -41,10 +41,6 @@ const invitationId = Argument.String("invitation").pipe(
   Argument.withSchema(InvitationId),
   Argument.withDescription("The invitation's id (inv_…)")
 )
-
-/** `--limit` as the words of the command that prints the next page. */
-const limitWords = (limit: Option.Option<number>) =>
-  Option.match(limit, { onNone: () => [], onSome: (n) => ["--limit", String(n)] })
 
 const create = Command.make(
   "create",
@@ -100,8 +96,8 @@ const list = Command.make(
         "list",
         "-w",
         flags.workspace,
-        ...Option.match(flags.status, { onNone: () => [], onSome: (status) => ["--status", status] }),
-        ...limitWords(flags.limit)
+        ...flagWords("--status", flags.status),
+        ...flagWords("--limit", flags.limit)
       ]
     })
   })
@@ -137,7 +133,7 @@ const mine = Command.make(
     yield* printList(rows, next, {
       columns: myInvitationColumns,
       empty: "No pending invitations.",
-      command: ["cpctl", "invitations", "mine", ...limitWords(flags.limit)]
+      command: ["cpctl", "invitations", "mine", ...flagWords("--limit", flags.limit)]
     })
   })
 ).pipe(Command.withDescription("List the pending invitations addressed to you"), withClient)

@@ -3,10 +3,10 @@
  * `members set-role <memberId> <role>`, `members remove <memberId> [--yes]`.
  */
 import { type Member, MemberId, WorkspaceRole } from "@cp/domain"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { Argument, Command } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { confirm, fetchRows, pageFlags, workspaceFlag, yesFlag } from "../options.ts"
+import { confirm, fetchRows, flagWords, pageFlags, workspaceFlag, yesFlag } from "../options.ts"
 import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
 export { workspaceFlag }
@@ -46,7 +46,7 @@ const list = Command.make(
         "list",
         "-w",
         flags.workspace,
-        ...Option.match(flags.limit, { onNone: () => [], onSome: (limit) => ["--limit", String(limit)] })
+        ...flagWords("--limit", flags.limit)
       ]
     })
   })

@@ -5,12 +5,13 @@
  * `envs create <project> <name> [--slug]`, `envs archive <project> <environment>`.
  */
 import { type Environment, Name, type Project, Slug } from "@cp/domain"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import {
   confirm,
   fetchRows,
+  flagWords,
   optionalKey,
   pageFlags,
   resolveEnvironment,
@@ -43,9 +44,6 @@ const environmentArgument = Argument.String("environment").pipe(
   Argument.withDescription("The environment's id (env_…) or slug")
 )
 
-/** `--limit` as words of the command that prints the next page. */
-const limitWords = (limit: Option.Option<number>) =>
-  Option.match(limit, { onNone: () => [], onSome: (n) => ["--limit", String(n)] })
 const nameArgument = Argument.String("name").pipe(Argument.withSchema(Name), Argument.withDescription("Display name"))
 const slugFlag = Flag.String("slug").pipe(
   Flag.withSchema(Slug),
@@ -66,7 +64,7 @@ const list = Command.make(
     yield* printList(rows, next, {
       columns: projectColumns,
       empty: "No projects: create one with `cpctl projects create <name>`.",
-      command: ["cpctl", "projects", "list", "-w", flags.workspace, ...limitWords(flags.limit)]
+      command: ["cpctl", "projects", "list", "-w", flags.workspace, ...flagWords("--limit", flags.limit)]
     })
   })
 ).pipe(Command.withDescription("List a workspace's projects (active and archived)"), withClient)
@@ -127,7 +125,7 @@ const envList = Command.make(
     yield* printList(rows, next, {
       columns: environmentColumns,
       empty: "No environments in this project.",
-      command: ["cpctl", "envs", "list", flags.project, "-w", flags.workspace, ...limitWords(flags.limit)]
+      command: ["cpctl", "envs", "list", flags.project, "-w", flags.workspace, ...flagWords("--limit", flags.limit)]
     })
   })
 ).pipe(Command.withDescription("List a project's environments"), withClient)

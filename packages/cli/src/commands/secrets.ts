@@ -15,6 +15,7 @@ import {
   belowWorkspaceFlags,
   confirm,
   fetchRows,
+  flagWords,
   pageFlags,
   type Scope,
   type ScopeFlags,
@@ -125,13 +126,10 @@ const list = Command.make(
         "list",
         "-w",
         flags.workspace,
-        ...Option.match(flags.project, { onNone: () => [], onSome: (project) => ["--project", project] }),
-        ...Option.match(flags.environment, {
-          onNone: () => [],
-          onSome: (environment) => ["--environment", environment]
-        }),
+        ...flagWords("--project", flags.project),
+        ...flagWords("--environment", flags.environment),
         ...(flags.allScopes ? ["--all-scopes"] : []),
-        ...Option.match(flags.limit, { onNone: () => [], onSome: (limit) => ["--limit", String(limit)] })
+        ...flagWords("--limit", flags.limit)
       ]
     })
   })

@@ -24,6 +24,7 @@ import {
   allRows,
   confirm,
   fetchRows,
+  flagWords,
   optionalKey,
   pageFlags,
   resolveProject,
@@ -71,10 +72,6 @@ const subjectArgument = Argument.String("subject").pipe(
   Argument.withDescription("The member's user id (usr_…) or service principal id (sp_…)")
 )
 
-/** `--limit` as words of the command that prints the next page. */
-const limitWords = (limit: Option.Option<number>) =>
-  Option.match(limit, { onNone: () => [], onSome: (n) => ["--limit", String(n)] })
-
 const list = Command.make(
   "list",
   { workspace: workspaceFlag, ...pageFlags },
@@ -88,7 +85,7 @@ const list = Command.make(
     yield* printList(rows, next, {
       columns: teamColumns,
       empty: "No teams.",
-      command: ["cpctl", "teams", "list", "-w", flags.workspace, ...limitWords(flags.limit)]
+      command: ["cpctl", "teams", "list", "-w", flags.workspace, ...flagWords("--limit", flags.limit)]
     })
   })
 ).pipe(Command.withDescription("List a workspace's teams"), withClient)
@@ -170,7 +167,7 @@ const members = Command.make(
     yield* printList(rows, next, {
       columns: memberColumns,
       empty: "No members in this team.",
-      command: ["cpctl", "teams", "members", flags.team, "-w", flags.workspace, ...limitWords(flags.limit)]
+      command: ["cpctl", "teams", "members", flags.team, "-w", flags.workspace, ...flagWords("--limit", flags.limit)]
     })
   })
 ).pipe(Command.withDescription("List a team's members"), withClient)
@@ -244,8 +241,8 @@ const grants = Command.make(
         "grants",
         "-w",
         flags.workspace,
-        ...Option.match(flags.team, { onNone: () => [], onSome: (team) => ["--team", team] }),
-        ...limitWords(flags.limit)
+        ...flagWords("--team", flags.team),
+        ...flagWords("--limit", flags.limit)
       ]
     })
   })

@@ -8,7 +8,7 @@ import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { DefaultsStore } from "../credentials.ts"
-import { defaultWorkspace, fetchRows, optionalKey, pageFlags } from "../options.ts"
+import { defaultWorkspace, fetchRows, flagWords, optionalKey, pageFlags } from "../options.ts"
 import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
 const organizationColumns: Columns<Organization> = {
@@ -37,7 +37,7 @@ const list = Command.make(
         "cpctl",
         "workspaces",
         "list",
-        ...Option.match(flags.limit, { onNone: () => [], onSome: (limit) => ["--limit", String(limit)] })
+        ...flagWords("--limit", flags.limit)
       ]
     })
   })
