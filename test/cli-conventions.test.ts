@@ -207,6 +207,8 @@ layer(Layer.merge(testServer("memory"), NodeServices.layer), { excludeTestServic
         assert.deepStrictEqual(inFirst.map((project) => project.slug), ["web"])
         const got = parse(Organization, (yield* ok("workspaces", "get", "--json")).stdout)
         assert.strictEqual(got.id, first.id)
+        const named = parse(Organization, (yield* ok("workspaces", "get", "-w", second.slug, "--json")).stdout)
+        assert.strictEqual(named.id, second.id)
 
         const viaEnv = yield* runWith({ CP_WORKSPACE: second.slug }, "projects", "list", "--json")
         assert.deepStrictEqual(JSON.parse(viaEnv.stdout), [])

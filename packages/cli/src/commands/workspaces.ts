@@ -71,10 +71,18 @@ const refArgument = Argument.String("ref").pipe(
 
 const get = Command.make(
   "get",
-  { ref: refArgument.pipe(Argument.optional) },
-  Effect.fn("cpctl.workspaces.get")(function*({ ref }) {
+  {
+    ref: refArgument.pipe(Argument.optional),
+    workspace: Flag.String("workspace").pipe(
+      Flag.withAlias("w"),
+      Flag.withDescription("The workspace, as with every workspace command (the same as the ref argument)"),
+      Flag.optional
+    )
+  },
+  Effect.fn("cpctl.workspaces.get")(function*({ ref, workspace }) {
     const { api } = yield* ControlPlaneClient
-    const orgId = Option.isSome(ref) ? ref.value : yield* defaultWorkspace
+    const given = Option.orElse(ref, () => workspace)
+    const orgId = Option.isSome(given) ? given.value : yield* defaultWorkspace
     const { organization } = yield* api.workspaces.get({ params: { orgId } })
     yield* printResult(organization, (organization) => renderTable(organizationColumns, [organization]))
   })
