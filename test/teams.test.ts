@@ -23,7 +23,7 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { decisionByAction } from "./support/access.ts"
-import { cpctlAs as cpctl, printed } from "./support/cli.ts"
+import { cpctlAs as cpctl, printedAs } from "./support/cli.ts"
 import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedBinding, seedMember } from "./support/seed.ts"
 import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
@@ -724,9 +724,7 @@ for (const backend of sqlBackends) {
 
             const created = yield* run("teams", "create", "Release Crew", "--workspace", ws, "--json")
             assert.strictEqual(created.exitCode, 0, created.stderr)
-            const { team } = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ team: Team })))(
-              created.stdout
-            )
+            const team = Schema.decodeUnknownSync(Schema.fromJsonString(Team))(created.stdout)
             assert.strictEqual(team.slug, "release-crew")
 
             const listed = yield* run("teams", "list", "-w", ws)
@@ -740,13 +738,15 @@ for (const backend of sqlBackends) {
             const granted = yield* run("teams", "grant", team.id, "viewer", "-w", ws)
             assert.strictEqual(granted.exitCode, 0, granted.stderr)
             assert.include(granted.stdout, `${team.id}  viewer  organization`)
+            const grants = yield* run("teams", "grants", "-w", ws)
+            assert.include(grants.stdout, "release-crew  viewer  organization")
 
-            const revoked = yield* run("teams", "revoke", team.id, "viewer", "-w", ws)
+            const revoked = yield* run("teams", "revoke", "release-crew", "viewer", "-w", ws, "--yes")
             assert.strictEqual(revoked.exitCode, 0, revoked.stderr)
-            const again = yield* run("teams", "revoke", team.id, "viewer", "-w", ws)
+            const again = yield* run("teams", "revoke", team.id, "viewer", "-w", ws, "--yes")
             assert.strictEqual(again.exitCode, 1)
             assert.match(again.stderr, /^error not_found: /)
-            const deleted = yield* run("teams", "delete", team.id, "-w", ws)
+            const deleted = yield* run("teams", "delete", team.id, "-w", ws, "--yes")
             assert.strictEqual(deleted.exitCode, 0, deleted.stderr)
           }))
 
@@ -780,7 +780,7 @@ for (const backend of sqlBackends) {
               member.user.id,
               "--json"
             )
-            const decisions = printed(ofMember, { permissions: Schema.Array(PermissionDecision) }).permissions
+            const decisions = printedAs(ofMember, Schema.Array(PermissionDecision))
             assert.strictEqual(decisions.find((d) => d.action === "organization.member.list")?.via?.teamId, team.id)
 
             ok(yield* as("DELETE", `/teams/${team.id}`))

@@ -37,9 +37,9 @@ export const ConfigKey = Text.check(
 const Description = Schema.NullOr(MultilineText.check(Schema.isMaxLength(1024)))
 
 /**
- * A setting as the wire shows it. `valueType` and `visibility` are enforced but never echoed. A masked setting read
- * by a caller without the scope's write permission carries `value: null` and `masked: true` (`masked` is absent
- * otherwise).
+ * A setting as the wire shows it. `valueType` and `visibility` are enforced but never echoed. A masked setting
+ * carries `masked: true`, and `value: null` when read by a caller without the scope's write permission (`masked`
+ * is absent on other settings).
  */
 export const Setting = Schema.Struct({
   id: SettingId,

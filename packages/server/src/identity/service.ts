@@ -132,10 +132,16 @@ export class IdentityService extends Context.Service<IdentityService, {
 
       const userOf = (actor: UserActor) => authenticatedUser(users, actor.userId)
 
-      /** Finds or creates the user for a verified email and opens a session (one transaction). */
-      const openSession = Effect.fnUntraced(function*(email: string, via: string) {
+      /**
+       * Finds or creates the user for a verified email and opens a session, in one transaction that first runs `claim`
+       * (spending the sign-in challenge): a challenge is spent only by the session it opens. Sign-ins of one email take
+       * a lock on it, so the first one creates the user and the others find it.
+       */
+      const openSession = Effect.fnUntraced(function*<E>(email: string, via: string, claim: Effect.Effect<void, E>) {
         const now = yield* Clock.currentTimeMillis
         const result = yield* tx.withTransaction(Effect.gen(function*() {
+          yield* claim
+          yield* tx.lock(`user-email:${email}`)
           const existing = yield* users.findByEmail(email)
           const user = Option.isSome(existing) ? existing.value : yield* createUser(email, now)
           const sessionId = mint.session(now)
@@ -267,16 +273,14 @@ export class IdentityService extends Context.Service<IdentityService, {
             })
             return yield* wireError(NotFound, "Unknown challenge or wrong code")
           }
-          const consumed = yield* challenges.consume({
-            id: challengeId,
-            now: new Date(now),
-            maxFailures: MAX_FAILED_CODES
-          })
-          if (!consumed) return yield* spentAnswer
-          return yield* openSession(challenge.email, "email_code")
+          const claim = Effect.flatMap(
+            challenges.consume({ id: challengeId, now: new Date(now), maxFailures: MAX_FAILED_CODES }),
+            (consumed) => consumed ? Effect.void : Effect.fail(spentAnswer)
+          )
+          return yield* openSession(challenge.email, "email_code", claim)
         }),
 
-        signInVerifiedEmail: (email, via) => openSession(normalizeEmail(email), via),
+        signInVerifiedEmail: (email, via) => openSession(normalizeEmail(email), via, Effect.void),
 
         session: Effect.fn("Identity.session")(function*(actor) {
           const session = yield* sessions.findById(actor.sessionId)

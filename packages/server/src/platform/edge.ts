@@ -16,7 +16,7 @@ import {
   UnsupportedMediaType,
   wireError
 } from "@cp/domain"
-import { IdempotencyRepo } from "@cp/persistence"
+import { IdempotencyRepo, Transactor } from "@cp/persistence"
 import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ActorResolver } from "./actors.ts"
@@ -49,6 +49,7 @@ export const EdgeLive = HttpRouter.middleware(
     const actors = yield* ActorResolver
     const workspaces = yield* WorkspaceResolver
     const idempotency = yield* IdempotencyRepo
+    const tx = yield* Transactor
     const keys = yield* ServerKeys
     const routes = makeRouteTable(ControlPlaneApi, DOCS_ROUTES)
     const hiddenReach = makeRouteTable(
@@ -189,7 +190,7 @@ export const EdgeLive = HttpRouter.middleware(
       const response = key === undefined || !IDEMPOTENT_METHODS.has(request.method) ||
           !mayUseIdempotencyKey(actor, request.method, path)
         ? yield* routed
-        : yield* withIdempotencyKey(idempotency, keys, {
+        : yield* withIdempotencyKey(idempotency, tx, keys, {
           key,
           principal: actor._tag === "Resolved" ? actorId(actor.actor) : "",
           method: request.method,

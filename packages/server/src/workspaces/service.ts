@@ -113,6 +113,7 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
         const now = yield* currentDate
         const base = yield* workspaceRow(name, owner, now)
         const row = yield* insert({
+          namespace: "organizations",
           taken: orgs.slugsStartingWith,
           withSlug: (slug) => ({ ...base, slug }),
           insert: orgs.insert
