@@ -476,7 +476,16 @@ for (const backend of sqlBackends) {
           })
           assert.isFalse(inProject("organization.read").allow)
           assert.isFalse((yield* access(""))("project.read").allow)
-          assert.isFalse((yield* access(`?projectId=${projectId()}`))("project.read").allow)
+          // A project the workspace does not have is refused, not answered for (issue 10 item 11).
+          const unknown = yield* call(
+            baseUrl,
+            "GET",
+            `/v1/organizations/${org}/effective-access?projectId=${projectId()}`,
+            {
+              token: key.secret
+            }
+          )
+          assert.property(invalidFields(unknown), "projectId")
         }))
 
       /** A fresh owner with an owner key on its account root. */
