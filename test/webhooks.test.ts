@@ -12,7 +12,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctlAs, printed } from "./support/cli.ts"
-import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
+import { failed, invalidFields, ok, type Res, wire } from "./support/envelope.ts"
 import { makeTestCa, type Receiver, startReceiver } from "./support/httpsReceiver.ts"
 import { call, sqlBackends, TestServer, testServer, testServerOver } from "./support/server.ts"
 import { createProject, freshEmail, signIn } from "./support/session.ts"
@@ -317,37 +317,35 @@ for (const backend of sqlBackends) {
             assert.strictEqual(result.exitCode, 0, result.stderr)
             return result
           })
-        const { endpoint } = printed(
-          yield* run("endpoints", "create", receiver.url("/ok/cli"), "--name", "cli"),
-          { endpoint: WebhookEndpoint }
+        const endpoint = wire(
+          WebhookEndpoint,
+          JSON.parse((yield* run("endpoints", "create", receiver.url("/ok/cli"), "--name", "cli")).stdout)
         )
         const { secret } = printed(yield* run("endpoints", "rotate-secret", endpoint.id), RotateAnswer)
         assert.match(secret, /^whsec_[0-9a-f]{32}$/)
-        printed(yield* run("subscriptions", "create", endpoint.id, "project.*"), { subscription: WebhookSubscription })
-        const tested = printed(yield* run("test", endpoint.id, "--event-type", "cli.ping"), {
-          deliveryAttempt: DeliveryAttempt
-        }).deliveryAttempt
+        wire(WebhookSubscription, JSON.parse((yield* run("subscriptions", "create", endpoint.id, "project.*")).stdout))
+        const tested = wire(
+          DeliveryAttempt,
+          JSON.parse((yield* run("test", endpoint.id, "--event-type", "cli.ping")).stdout)
+        )
         assert.strictEqual(tested.status, "success")
         assert.strictEqual(tested.eventType, "cli.ping")
-        const listed = printed(yield* run("attempts", "list", endpoint.id), {
-          data: Schema.Struct({ deliveryAttempts: Schema.Array(DeliveryAttempt) }),
-          cursor: Schema.Null
-        })
-        assert.deepStrictEqual(listed.data.deliveryAttempts.map((a) => a.id), [tested.id])
-        const replayed = printed(yield* run("attempts", "replay", tested.id), { deliveryAttempt: DeliveryAttempt })
-        assert.strictEqual(replayed.deliveryAttempt.eventId, tested.eventId)
-        const since = new Date(Date.now() - 60_000).toISOString()
-        assert.deepStrictEqual(
-          printed(yield* run("recover", endpoint.id, "--since", since), { replayed: Schema.Number }),
-          {
-            replayed: 0
-          }
+        const listed = wire(
+          Schema.Array(DeliveryAttempt),
+          JSON.parse((yield* run("attempts", "list", endpoint.id)).stdout)
         )
-        const disabled = printed(yield* run("endpoints", "disable", endpoint.id, "--reason", "cli"), {
-          endpoint: WebhookEndpoint
-        })
-        assert.strictEqual(disabled.endpoint.disabledReason, "cli")
-        printed(yield* run("endpoints", "delete", endpoint.id), { endpoint: WebhookEndpoint })
+        assert.deepStrictEqual(listed.map((a) => a.id), [tested.id])
+        const replayed = wire(DeliveryAttempt, JSON.parse((yield* run("attempts", "replay", tested.id)).stdout))
+        assert.strictEqual(replayed.eventId, tested.eventId)
+        const since = new Date(Date.now() - 60_000).toISOString()
+        const recovered = printed(yield* run("recover", endpoint.id, "--since", since), { replayed: Schema.Number })
+        assert.deepStrictEqual(recovered, { replayed: 0 })
+        const disabled = wire(
+          WebhookEndpoint,
+          JSON.parse((yield* run("endpoints", "disable", endpoint.id, "--reason", "cli")).stdout)
+        )
+        assert.strictEqual(disabled.disabledReason, "cli")
+        wire(WebhookEndpoint, JSON.parse((yield* run("endpoints", "delete", endpoint.id, "--yes")).stdout))
         const gone = yield* cpctlAs(baseUrl, token, "webhooks", "endpoints", "get", endpoint.id, "--workspace", orgId)
         assert.notStrictEqual(gone.exitCode, 0)
         assert.match(gone.stderr, /error not_found/)

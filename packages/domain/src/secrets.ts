@@ -9,6 +9,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId, SecretId } from "./ids.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
+import { LineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -21,7 +22,7 @@ export const SecretStatus = Schema.Literals(["active", "revoked"])
 export type SecretStatus = typeof SecretStatus.Type
 
 /** Environment-variable style: an upper-case letter, then upper-case letters, digits and `_`; at most 128. */
-export const SecretKey = Schema.String.check(
+export const SecretKey = Text.check(
   Schema.isPattern(/^[A-Z][A-Z0-9_]*$/, {
     message: "must start with an upper-case letter and contain only A-Z, 0-9 and _"
   }),
@@ -29,7 +30,7 @@ export const SecretKey = Schema.String.check(
 )
 
 /** The write-only value: 1 to 65536 characters. */
-export const SecretValue = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(65_536))
+export const SecretValue = Text.check(Schema.isMinLength(1), Schema.isMaxLength(65_536))
 
 export const Secret = Schema.Struct({
   id: SecretId,
@@ -53,7 +54,7 @@ export type Secret = typeof Secret.Type
 export const SecretInput = Schema.Struct({
   secretKey: SecretKey,
   value: SecretValue,
-  displayName: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128))
+  displayName: LineText.check(Schema.isMinLength(1), Schema.isMaxLength(128))
 })
 export type SecretInput = typeof SecretInput.Type
 
@@ -61,7 +62,7 @@ export const SecretRotation = Schema.Struct({ value: SecretValue })
 export type SecretRotation = typeof SecretRotation.Type
 
 /** `scope` is checked by the service, so its two messages (contract §4) are the spec's, not the schema's. */
-export const SecretListQuery = { ...PageQuery, scope: Schema.optionalKey(Schema.String) }
+export const SecretListQuery = { ...PageQuery, scope: Schema.optionalKey(Text) }
 
 const workspacePath = "/v1/organizations/:orgId"
 const projectPath = `${workspacePath}/projects/:projectId`

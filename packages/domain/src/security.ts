@@ -12,6 +12,7 @@ import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { Grant, Permission, Role } from "./access.ts"
 import { BadRequest, Forbidden, NotFound, Unauthenticated, ValidationFailed } from "./errors.ts"
 import type { OrgId, ProjectId, ServicePrincipalId, SessionId, UserId } from "./ids.ts"
+import { Text } from "./text.ts"
 import type { Organization } from "./workspaces.ts"
 
 export type Actor =
@@ -150,5 +151,5 @@ export const PageQuery = {
   limit: Schema.optionalKey(
     Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))
   ),
-  cursor: Schema.optionalKey(Schema.String)
+  cursor: Schema.optionalKey(Text)
 }

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { NotFound } from "./errors.ts"
 import { requires } from "./security.ts"
+import { Text } from "./text.ts"
 import { Envelope, RequestIdSlot, Timestamp } from "./wire.ts"
 
 /** 503 with the success envelope's shape, as the contract's health rule asks. */
@@ -32,7 +33,7 @@ export class SystemApi extends HttpApiGroup.make("system")
       error: DatabaseUnavailable
     }).annotateMerge(requires.none),
     HttpApiEndpoint.get("outbox", "/v1/dev/outbox", {
-      query: { to: Schema.optionalKey(Schema.String) },
+      query: { to: Schema.optionalKey(Text) },
       success: Envelope({ messages: Schema.Array(OutboxMessage) }),
       error: NotFound
     }).annotateMerge(requires.none)

@@ -8,6 +8,7 @@ import { Role, ScopeKind } from "./access.ts"
 import { Conflict, Forbidden, NotFound } from "./errors.ts"
 import { ProjectId, TeamId } from "./ids.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
+import { Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { Name, OrgRef, Slug } from "./workspaces.ts"
 
@@ -61,7 +62,7 @@ export const TeamInput = Schema.Struct({ name: Name, slug: Schema.optionalKey(Sl
 export const TeamPatch = Schema.Struct({ name: Schema.optionalKey(Name), slug: Schema.optionalKey(Slug) })
 
 export const TeamMemberInput = Schema.Struct({
-  subjectId: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128)),
+  subjectId: Text.check(Schema.isMinLength(1), Schema.isMaxLength(128)),
   subjectType: Schema.optionalKey(TeamSubjectType)
 })
 
@@ -113,7 +114,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
       error: [NotFound, Conflict, Forbidden]
     }).annotateMerge(requires.permission("team.member.add")),
     HttpApiEndpoint.delete("removeMember", "/v1/organizations/:orgId/teams/:teamId/members/:subjectId", {
-      params: { ...teamParams, subjectId: Schema.String },
+      params: { ...teamParams, subjectId: Text },
       success: Envelope(Deleted),
       error: [NotFound, Forbidden]
     }).annotateMerge(requires.permission("team.member.remove")),

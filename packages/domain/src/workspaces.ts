@@ -12,15 +12,16 @@ import {
   WorkspaceAuthentication,
   WorkspaceAuthorization
 } from "./security.ts"
+import { LineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 
-export const Slug = Schema.String.check(
+export const Slug = Text.check(
   Schema.isPattern(/^[a-z0-9][a-z0-9-]{0,62}$/, {
     message: "must be 1 to 63 lowercase letters, digits or '-', starting with a letter or digit"
   })
 )
 
-export const Name = Schema.String.check(
+export const Name = LineText.check(
   Schema.isPattern(/\S/, { message: "must not be blank" }),
   Schema.isMaxLength(128)
 )
@@ -42,7 +43,7 @@ export const Membership = Schema.Struct({ role: Role, joinedAt: Timestamp })
 export const ChildWorkspace = Schema.Struct({ orgId: OrgId, workspaceRef: WorkspaceRef, name: Schema.String })
 
 /** Any of the three spellings of a workspace reference: `org_…`, `ws_…` or a slug. */
-export const OrgRef = Schema.String
+export const OrgRef = Text
 
 const orgParams = { orgId: OrgRef }
 
@@ -81,7 +82,7 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.get("effectiveAccess", "/v1/organizations/:orgId/effective-access", {
       params: orgParams,
-      query: { projectId: Schema.optionalKey(ProjectId), subjectId: Schema.optionalKey(Schema.String) },
+      query: { projectId: Schema.optionalKey(ProjectId), subjectId: Schema.optionalKey(Text) },
       success: Envelope({ permissions: Schema.Array(PermissionDecision) }),
       error: NotFound
     })

@@ -1,14 +1,14 @@
 /**
- * Webhook commands, all with `--workspace <ref>`: `webhooks endpoints list|create|get|update|disable|enable|
- * rotate-secret|delete|stats`, `webhooks subscriptions list|create|get|enable|disable|delete`, `webhooks attempts
- * list|get|replay`, `webhooks recover <endpoint> --since <ISO time>` and `webhooks test <endpoint> [--event-type]`.
- * `endpoints list` and `endpoints create` take `--project` for project-scoped endpoints. `rotate-secret` prints the
- * new secret: the only time it is shown.
+ * Webhook commands, in the workspace of `-w` (or the default):
+ * `webhooks endpoints list|create|get|update|disable|enable|rotate-secret|delete|stats`,
+ * `webhooks subscriptions list|create|get|enable|disable|delete`, `webhooks attempts list|get|replay`,
+ * `webhooks recover <endpoint> --since <ISO time>` and `webhooks test <endpoint> [--event-type]`.
+ * `endpoints list` and `endpoints create` take `--project` (id or slug) for project-scoped endpoints; `endpoints
+ * delete` asks unless `--yes`. `rotate-secret` prints the new secret: the only time it is shown.
  */
 import {
   type DeliveryAttempt,
   DeliveryAttemptId,
-  ProjectId,
   type WebhookEndpoint,
   WebhookEndpointId,
   type WebhookSubscription,
@@ -17,9 +17,17 @@ import {
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { optionalKey, pageFlags, pageQuery } from "../options.ts"
-import { type Columns, printResult, renderTable, withNextPage } from "../output.ts"
-import { workspaceFlag } from "./teams.ts"
+import {
+  confirm,
+  fetchRows,
+  flagWords,
+  optionalKey,
+  pageFlags,
+  resolveProject,
+  workspaceFlag,
+  yesFlag
+} from "../options.ts"
+import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
 const endpointColumns: Columns<WebhookEndpoint> = {
   id: (e) => e.id,
@@ -63,18 +71,21 @@ const attemptArgument = Argument.String("attempt").pipe(
   Argument.withDescription("The delivery attempt's id (whd_…)")
 )
 const projectFlag = Flag.String("project").pipe(
-  Flag.withSchema(ProjectId),
-  Flag.withDescription("Project id (prj_…): a project-scoped endpoint"),
+  Flag.withDescription("Project id (prj_…) or slug: a project-scoped endpoint"),
   Flag.optional
 )
 const nameFlag = Flag.String("name").pipe(Flag.withDescription("Display name"), Flag.optional)
 const descriptionFlag = Flag.String("description").pipe(Flag.withDescription("Description"), Flag.optional)
 
-const showEndpoint = ({ endpoint }: { readonly endpoint: WebhookEndpoint }) => renderTable(endpointColumns, [endpoint])
-const showSubscription = ({ subscription }: { readonly subscription: WebhookSubscription }) =>
-  renderTable(subscriptionColumns, [subscription])
-const showAttempt = ({ deliveryAttempt }: { readonly deliveryAttempt: DeliveryAttempt }) =>
-  renderTable(attemptColumns, [deliveryAttempt])
+const showEndpoint = (endpoint: WebhookEndpoint) => renderTable(endpointColumns, [endpoint])
+const showSubscription = (subscription: WebhookSubscription) => renderTable(subscriptionColumns, [subscription])
+const showAttempt = (deliveryAttempt: DeliveryAttempt) => renderTable(attemptColumns, [deliveryAttempt])
+const endpointOf = <E, R>(answer: Effect.Effect<{ readonly endpoint: WebhookEndpoint }, E, R>) =>
+  Effect.map(answer, ({ endpoint }) => endpoint)
+const subscriptionOf = <E, R>(answer: Effect.Effect<{ readonly subscription: WebhookSubscription }, E, R>) =>
+  Effect.map(answer, ({ subscription }) => subscription)
+const attemptOf = <E, R>(answer: Effect.Effect<{ readonly deliveryAttempt: DeliveryAttempt }, E, R>) =>
+  Effect.map(answer, ({ deliveryAttempt }) => deliveryAttempt)
 
 /** A command on one endpoint: `webhooks endpoints <name> <endpoint>`. */
 const onEndpoint = <A, E>(
@@ -100,18 +111,29 @@ const listEndpoints = Command.make(
   { workspace: workspaceFlag, project: projectFlag, ...pageFlags },
   Effect.fn("cpctl.webhooks.endpoints.list")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const query = pageQuery(flags)
-    const page = Option.isSome(flags.project)
-      ? yield* api.webhooks.listProjectEndpoints({
-        params: { orgId: flags.workspace, projectId: flags.project.value },
-        query
-      })
-      : yield* api.webhooks.listEndpoints({ params: { orgId: flags.workspace }, query })
-    yield* printResult(
-      page,
-      ({ cursor, data }) =>
-        withNextPage(renderTable(endpointColumns, data.endpoints), cursor, "cpctl webhooks endpoints list")
-    )
+    const orgId = flags.workspace
+    const projectId = Option.isSome(flags.project) ? yield* resolveProject(orgId, flags.project.value) : undefined
+    const { next, rows } = yield* fetchRows(flags, (query) =>
+      Effect.map(
+        projectId === undefined
+          ? api.webhooks.listEndpoints({ params: { orgId }, query })
+          : api.webhooks.listProjectEndpoints({ params: { orgId, projectId }, query }),
+        (page) => ({ rows: page.data.endpoints, next: page.cursor })
+      ))
+    yield* printList(rows, next, {
+      columns: endpointColumns,
+      empty: "No webhook endpoints: create one with `cpctl webhooks endpoints create <url>`.",
+      command: [
+        "cpctl",
+        "webhooks",
+        "endpoints",
+        "list",
+        "-w",
+        orgId,
+        ...flagWords("--project", flags.project),
+        ...flagWords("--limit", flags.limit)
+      ]
+    })
   })
 ).pipe(Command.withDescription("List webhook endpoints (every scope, or one project's)"), withClient)
 
@@ -133,11 +155,11 @@ const createEndpoint = Command.make(
     }
     const created = Option.isSome(flags.project)
       ? yield* api.webhooks.createProjectEndpoint({
-        params: { orgId: flags.workspace, projectId: flags.project.value },
+        params: { orgId: flags.workspace, projectId: yield* resolveProject(flags.workspace, flags.project.value) },
         payload
       })
       : yield* api.webhooks.createEndpoint({ params: { orgId: flags.workspace }, payload })
-    yield* printResult(created, showEndpoint)
+    yield* printResult(created.endpoint, showEndpoint)
   })
 ).pipe(
   Command.withDescription("Create an endpoint; run rotate-secret to obtain a secret to verify deliveries with"),
@@ -163,7 +185,7 @@ const updateEndpoint = Command.make(
         ...optionalKey("description", flags.description)
       }
     })
-    yield* printResult(updated, showEndpoint)
+    yield* printResult(updated.endpoint, showEndpoint)
   })
 ).pipe(Command.withDescription("Change an endpoint's URL, name or description"), withClient)
 
@@ -180,22 +202,41 @@ const disableEndpoint = Command.make(
       params: { orgId: flags.workspace, endpointId: flags.endpoint },
       payload: optionalKey("reason", flags.reason)
     })
-    yield* printResult(disabled, showEndpoint)
+    yield* printResult(disabled.endpoint, showEndpoint)
   })
 ).pipe(Command.withDescription("Stop deliveries to an endpoint"), withClient)
+
+const deleteEndpoint = Command.make(
+  "delete",
+  { workspace: workspaceFlag, endpoint: endpointArgument, yes: yesFlag },
+  Effect.fn("cpctl.webhooks.endpoints.delete")(function*({ endpoint, workspace, yes }) {
+    const { api } = yield* ControlPlaneClient
+    yield* confirm(yes, `Delete webhook endpoint ${endpoint} with its subscriptions and delivery attempts?`)
+    const deleted = yield* api.webhooks.deleteEndpoint({ params: { orgId: workspace, endpointId: endpoint } })
+    yield* printResult(deleted.endpoint, (e) => `Deleted endpoint ${e.id} (${e.url}).`)
+  })
+).pipe(
+  Command.withDescription("Delete an endpoint with its subscriptions and delivery attempts (asks unless --yes)"),
+  withClient
+)
 
 const endpoints = Command.make("endpoints").pipe(
   Command.withDescription("Webhook endpoints"),
   Command.withSubcommands([
     listEndpoints,
     createEndpoint,
-    onEndpoint("get", "Show an endpoint", (api, params) => api.webhooks.getEndpoint({ params }), showEndpoint),
+    onEndpoint(
+      "get",
+      "Show an endpoint",
+      (api, params) => endpointOf(api.webhooks.getEndpoint({ params })),
+      showEndpoint
+    ),
     updateEndpoint,
     disableEndpoint,
     onEndpoint(
       "enable",
       "Resume deliveries to an endpoint (does not resend failed ones)",
-      (api, params) => api.webhooks.enableEndpoint({ params }),
+      (api, params) => endpointOf(api.webhooks.enableEndpoint({ params })),
       showEndpoint
     ),
     onEndpoint(
@@ -207,17 +248,12 @@ const endpoints = Command.make("endpoints").pipe(
           rotated.previousSecretExpiresAt?.toISOString() ?? "-"
         }`
     ),
-    onEndpoint(
-      "delete",
-      "Delete an endpoint with its subscriptions and delivery attempts",
-      (api, params) => api.webhooks.deleteEndpoint({ params }),
-      ({ endpoint }) => `Deleted endpoint ${endpoint.id} (${endpoint.url}).`
-    ),
+    deleteEndpoint,
     onEndpoint(
       "stats",
       "Deliveries of the last 24 hours",
-      (api, params) => api.webhooks.endpointStats({ params }),
-      ({ stats }) =>
+      (api, params) => Effect.map(api.webhooks.endpointStats({ params }), ({ stats }) => stats),
+      (stats) =>
         renderTable({
           success: (s) => s.success,
           failed: (s) => s.failed,
@@ -236,15 +272,26 @@ const listSubscriptions = Command.make(
   { workspace: workspaceFlag, endpoint: endpointArgument, ...pageFlags },
   Effect.fn("cpctl.webhooks.subscriptions.list")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const page = yield* api.webhooks.listEndpointSubscriptions({
-      params: { orgId: flags.workspace, endpointId: flags.endpoint },
-      query: pageQuery(flags)
+    const params = { orgId: flags.workspace, endpointId: flags.endpoint }
+    const { next, rows } = yield* fetchRows(flags, (query) =>
+      Effect.map(
+        api.webhooks.listEndpointSubscriptions({ params, query }),
+        (page) => ({ rows: page.data.subscriptions, next: page.cursor })
+      ))
+    yield* printList(rows, next, {
+      columns: subscriptionColumns,
+      empty: "No subscriptions: add one with `cpctl webhooks subscriptions create <endpoint> <event-type>`.",
+      command: [
+        "cpctl",
+        "webhooks",
+        "subscriptions",
+        "list",
+        flags.endpoint,
+        "-w",
+        flags.workspace,
+        ...flagWords("--limit", flags.limit)
+      ]
     })
-    yield* printResult(
-      page,
-      ({ cursor, data }) =>
-        withNextPage(renderTable(subscriptionColumns, data.subscriptions), cursor, "cpctl webhooks subscriptions list")
-    )
   })
 ).pipe(Command.withDescription("List an endpoint's subscriptions"), withClient)
 
@@ -263,7 +310,7 @@ const createSubscription = Command.make(
       params: { orgId: flags.workspace },
       payload: { endpointId: flags.endpoint, eventType: flags.eventType }
     })
-    yield* printResult(created, showSubscription)
+    yield* printResult(created.subscription, showSubscription)
   })
 ).pipe(Command.withDescription("Subscribe an endpoint to an event type"), withClient)
 
@@ -294,26 +341,26 @@ const subscriptions = Command.make("subscriptions").pipe(
     onSubscription(
       "get",
       "Show a subscription",
-      (api, params) => api.webhooks.getSubscription({ params }),
+      (api, params) => subscriptionOf(api.webhooks.getSubscription({ params })),
       showSubscription
     ),
     onSubscription(
       "enable",
       "Enable a subscription",
-      (api, params) => api.webhooks.updateSubscription({ params, payload: { enabled: true } }),
+      (api, params) => subscriptionOf(api.webhooks.updateSubscription({ params, payload: { enabled: true } })),
       showSubscription
     ),
     onSubscription(
       "disable",
       "Disable a subscription (it matches nothing while disabled)",
-      (api, params) => api.webhooks.updateSubscription({ params, payload: { enabled: false } }),
+      (api, params) => subscriptionOf(api.webhooks.updateSubscription({ params, payload: { enabled: false } })),
       showSubscription
     ),
     onSubscription(
       "delete",
       "Delete a subscription",
-      (api, params) => api.webhooks.deleteSubscription({ params }),
-      ({ subscription }) => `Deleted subscription ${subscription.id} (${subscription.eventType}).`
+      (api, params) => subscriptionOf(api.webhooks.deleteSubscription({ params })),
+      (subscription) => `Deleted subscription ${subscription.id} (${subscription.eventType}).`
     )
   ])
 )
@@ -323,15 +370,26 @@ const listAttempts = Command.make(
   { workspace: workspaceFlag, endpoint: endpointArgument, ...pageFlags },
   Effect.fn("cpctl.webhooks.attempts.list")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const page = yield* api.webhooks.listDeliveryAttempts({
-      params: { orgId: flags.workspace, endpointId: flags.endpoint },
-      query: pageQuery(flags)
+    const params = { orgId: flags.workspace, endpointId: flags.endpoint }
+    const { next, rows } = yield* fetchRows(flags, (query) =>
+      Effect.map(
+        api.webhooks.listDeliveryAttempts({ params, query }),
+        (page) => ({ rows: page.data.deliveryAttempts, next: page.cursor })
+      ))
+    yield* printList(rows, next, {
+      columns: attemptColumns,
+      empty: "No delivery attempts yet.",
+      command: [
+        "cpctl",
+        "webhooks",
+        "attempts",
+        "list",
+        flags.endpoint,
+        "-w",
+        flags.workspace,
+        ...flagWords("--limit", flags.limit)
+      ]
     })
-    yield* printResult(
-      page,
-      ({ cursor, data }) =>
-        withNextPage(renderTable(attemptColumns, data.deliveryAttempts), cursor, "cpctl webhooks attempts list")
-    )
   })
 ).pipe(Command.withDescription("List an endpoint's delivery attempts, newest first"), withClient)
 
@@ -342,7 +400,7 @@ const onAttempt = <E>(
   call: (
     api: ControlPlaneClient["Service"]["api"],
     params: { readonly orgId: string; readonly attemptId: DeliveryAttemptId }
-  ) => Effect.Effect<{ readonly deliveryAttempt: DeliveryAttempt }, E>
+  ) => Effect.Effect<DeliveryAttempt, E>
 ) =>
   Command.make(
     name,
@@ -357,11 +415,15 @@ const attempts = Command.make("attempts").pipe(
   Command.withDescription("Delivery attempts"),
   Command.withSubcommands([
     listAttempts,
-    onAttempt("get", "Show a delivery attempt", (api, params) => api.webhooks.getDeliveryAttempt({ params })),
+    onAttempt(
+      "get",
+      "Show a delivery attempt",
+      (api, params) => attemptOf(api.webhooks.getDeliveryAttempt({ params }))
+    ),
     onAttempt(
       "replay",
       "Send the attempt's original payload again, as a new attempt",
-      (api, params) => api.webhooks.replayDeliveryAttempt({ params })
+      (api, params) => attemptOf(api.webhooks.replayDeliveryAttempt({ params }))
     )
   ])
 )
@@ -396,7 +458,7 @@ const test = Command.make(
       params: { orgId: flags.workspace, endpointId: flags.endpoint },
       payload: optionalKey("eventType", flags.eventType)
     })
-    yield* printResult(tried, showAttempt)
+    yield* printResult(tried.deliveryAttempt, showAttempt)
   })
 ).pipe(Command.withDescription("Send a synthetic signed event now and show how it went"), withClient)
 
