@@ -11,6 +11,7 @@ import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
+import { WebhooksApi } from "./webhooks.ts"
 import { WorkspacesApi } from "./workspaces.ts"
 
 export class ControlPlaneApi extends HttpApi.make("control-plane")
@@ -30,6 +31,7 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(SecretsApi)
   .add(ProjectSecretsApi)
   .add(EnvironmentSecretsApi)
+  .add(WebhooksApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(
