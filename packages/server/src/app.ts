@@ -4,9 +4,9 @@
  * `repositories.ts` (SQL on PostgreSQL/PGlite, or memory for fast tests), which the caller provides with the
  * configuration. Declared here from the bottom up.
  */
-import { ControlPlaneApi } from "@cp/domain"
-import { Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { ControlPlaneApi, DEFAULT_MAX_BODY_BYTES } from "@cp/domain"
+import { ByteSize, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ApiKeysHttp } from "./apiKeys/http.ts"
 import { ApiKeysService } from "./apiKeys/service.ts"
@@ -105,5 +105,10 @@ const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.backgrou
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */
 export const HttpAppLive = Http.pipe(Layer.provide(Services))
 
-/** Serves the app on whatever `HttpServer` is provided (a Node listener, or a test server). */
-export const serveApp = HttpRouter.serve(HttpAppLive, { disableLogger: true, disableListenLog: true })
+/**
+ * Serves the app on whatever `HttpServer` is provided (a Node listener, or a test server). Every request body is
+ * counted as it is read and refused past the JSON cap (1 MiB), unless its route declares its own (see the edge).
+ */
+export const serveApp = HttpRouter.serve(HttpAppLive, { disableLogger: true, disableListenLog: true }).pipe(
+  Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(DEFAULT_MAX_BODY_BYTES)))
+)

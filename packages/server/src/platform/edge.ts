@@ -9,16 +9,19 @@ import {
   actorId,
   ControlPlaneApi,
   CurrentRequestId,
+  DEFAULT_MAX_BODY_BYTES,
   InternalError,
+  MaxBodyBytes,
   MethodNotAllowed,
   NotFound,
+  PayloadTooLarge,
   ReachesHiddenWorkspace,
   UnsupportedMediaType,
   wireError
 } from "@cp/domain"
 import { IdempotencyRepo } from "@cp/persistence"
-import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
-import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Cause, Clock, Context, Effect, identity, Option, type Types } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
@@ -43,6 +46,14 @@ const bearerToken = (authorization: string | undefined): string | undefined =>
 const isRouteNotFound = (error: unknown): boolean =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
 
+/** A body read that stopped at the `MaxBodySize` in effect (a chunked body, or one longer than it said). */
+const isBodyTooLarge = (error: unknown): boolean =>
+  HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" &&
+  error.reason.reason === "BodyTooLarge"
+
+const tooLarge = (cap: number) =>
+  renderError(wireError(PayloadTooLarge, `Request body exceeds the limit of ${cap} bytes`, { limitBytes: cap }))
+
 export const EdgeLive = HttpRouter.middleware(
   Effect.gen(function*() {
     const actors = yield* ActorResolver
@@ -55,6 +66,16 @@ export const EdgeLive = HttpRouter.middleware(
       [],
       (endpoint) => Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true
     )
+    const ownBodyCaps = makeRouteTable(
+      ControlPlaneApi,
+      [],
+      (endpoint) => Context.getOrUndefined(endpoint.annotations, MaxBodyBytes) !== undefined
+    )
+    /** The route's own body cap, when it declares one (`maxBodyBytes`); the JSON default applies otherwise. */
+    const ownBodyCap = (method: string, path: string): number | undefined => {
+      const endpoint = ownBodyCaps.endpointAt(method, path)
+      return endpoint === undefined ? undefined : Context.getOrUndefined(endpoint.annotations, MaxBodyBytes)
+    }
 
     const resolution = (actor: Option.Option<Actor>): ActorResolution =>
       Option.match(actor, {
@@ -101,11 +122,17 @@ export const EdgeLive = HttpRouter.middleware(
      * went away interrupts the request; that is not an error and is not logged.
      */
     const renderFailures =
-      (path: string) =>
+      (path: string, bodyCap: number) =>
       (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> => {
         if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
         const failure = Cause.findErrorOption(cause)
         if (Option.isSome(failure) && isRouteNotFound(failure.value)) return noRoute(path)
+        // The typed API reads JSON bodies with `orDie`: an overflow arrives as a defect.
+        const tooLong = cause.reasons.find((reason) =>
+          (Cause.isFailReason(reason) && isBodyTooLarge(reason.error)) ||
+          (Cause.isDieReason(reason) && isBodyTooLarge(reason.defect))
+        )
+        if (tooLong !== undefined) return tooLarge(bodyCap)
         return Effect.logError("Unhandled failure", cause).pipe(
           Effect.andThen(renderError(wireError(InternalError, "An unexpected error occurred")))
         )
@@ -176,11 +203,24 @@ export const EdgeLive = HttpRouter.middleware(
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const requestId = newId("req_", now)
-        const { path } = splitUrl((yield* HttpServerRequest.HttpServerRequest).url)
-        const response = yield* handle(httpEffect, now, requestId).pipe(
-          Effect.catchCause(renderFailures(canonicalAliasPath(path) ?? path)),
-          Effect.provideService(CurrentRequestId, requestId)
-        )
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const { path: requestedPath } = splitUrl(request.url)
+        const path = canonicalAliasPath(requestedPath) ?? requestedPath
+        // Bodies are capped before anything reads them (or asks who is calling): a declared length above the cap
+        // is refused at once; a chunked body is counted as it streams in (`MaxBodySize`) and refused at the cap.
+        const ownCap = ownBodyCap(request.method, path)
+        const bodyCap = ownCap ?? DEFAULT_MAX_BODY_BYTES
+        const declaredLength = request.headers["content-length"]
+        const answer = declaredLength !== undefined && Number(declaredLength) > bodyCap
+          ? tooLarge(bodyCap)
+          : handle(httpEffect, now, requestId).pipe(
+            Effect.catchCause(renderFailures(path, bodyCap)),
+            // The server provides the default cap once (`serveApp`); only a route with its own adds one.
+            ownCap === undefined
+              ? identity
+              : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(ownCap))
+          )
+        const response = yield* Effect.provideService(answer, CurrentRequestId, requestId)
         return response.headers["x-request-id"] === undefined
           ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
           : response
