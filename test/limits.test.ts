@@ -186,7 +186,8 @@ layer(
       const { baseUrl } = yield* TestServer
       const res = yield* rawExchange(
         baseUrl,
-        "POST /v1/auth/login/start HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"
+        "POST /v1/auth/login/start HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n" +
+          "content-length: 100\r\n\r\n{"
       )
       failed(res, 408, "bad_request")
     }))

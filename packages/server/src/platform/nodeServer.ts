@@ -12,7 +12,7 @@ export interface NodeServerLimits {
   readonly headersTimeoutMs: number
   /** Milliseconds for the whole request, body included (Node's `requestTimeout`). */
   readonly requestTimeoutMs: number
-  /** How often Node checks those two limits (`connectionsCheckingInterval`); a late request may live this much longer. */
+  /** How often Node checks both limits (`connectionsCheckingInterval`): a late request may live this much longer. */
   readonly checkIntervalMs: number
 }
 
