@@ -5,7 +5,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
-import { Config, Effect, Layer, Option, Redacted, String as Str } from "effect"
+import { Config, Duration, Effect, Layer, Option, Redacted, String as Str } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
 
@@ -43,9 +43,32 @@ const naming = {
   transformJson: false
 } as const
 
+/**
+ * How long the database may take before a request gives up on it (issue 10): a connection must be open within
+ * 3 s, and the server cancels a statement after 5 s (`statement_timeout`, sent at connect; migrations lift it for
+ * their transaction). A database that stops answering altogether is bounded by the request deadline in the server.
+ * A session left idle inside a transaction (a client that vanished mid-transaction) is ended after 30 s.
+ */
+export const DATABASE_TIMEOUTS = {
+  connectMs: 3_000,
+  statementMs: 5_000,
+  idleInTransactionMs: 30_000
+} as const
+
 /** A pooled client on a real PostgreSQL server (`postgres://user@host:port/db`). */
 export const layerPostgres = (url: Redacted.Redacted | string): Layer.Layer<Database, SqlError> =>
-  PgClient.layer({ url: Redacted.isRedacted(url) ? url : Redacted.make(url), multiplex: true, ...naming })
+  PgClient.layer({
+    url: Redacted.isRedacted(url) ? url : Redacted.make(url),
+    multiplex: true,
+    connectTimeout: Duration.millis(DATABASE_TIMEOUTS.connectMs),
+    // Probes a peer that went silent, so a dead connection is noticed and replaced.
+    keepAlive: Duration.seconds(10),
+    startupParameters: {
+      statement_timeout: String(DATABASE_TIMEOUTS.statementMs),
+      idle_in_transaction_session_timeout: String(DATABASE_TIMEOUTS.idleInTransactionMs)
+    },
+    ...naming
+  })
 
 const embeddedStartFailed = (cause: unknown) =>
   new SqlError({ reason: new ConnectionError({ cause, message: "Could not start the embedded PGlite database" }) })

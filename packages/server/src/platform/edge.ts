@@ -7,6 +7,7 @@
 import {
   type Actor,
   actorId,
+  BadRequest,
   ControlPlaneApi,
   CurrentRequestId,
   DEFAULT_MAX_BODY_BYTES,
@@ -16,14 +17,17 @@ import {
   NotFound,
   PayloadTooLarge,
   ReachesHiddenWorkspace,
+  ServiceUnavailable,
   UnsupportedMediaType,
   wireError
 } from "@cp/domain"
 import { IdempotencyRepo } from "@cp/persistence"
 import { ByteSize, Cause, Clock, Context, Effect, identity, Option, type Types } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { isSqlError } from "effect/sql/SqlError"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
+import { REQUEST_DEADLINE_MS, withDeadline } from "./deadline.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
@@ -46,10 +50,25 @@ const bearerToken = (authorization: string | undefined): string | undefined =>
 const isRouteNotFound = (error: unknown): boolean =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
 
-/** A body read that stopped at the `MaxBodySize` in effect (a chunked body, or one longer than it said). */
-const isBodyTooLarge = (error: unknown): boolean =>
-  HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" &&
-  error.reason.reason === "BodyTooLarge"
+/** A body read that failed: stopped at the `MaxBodySize` in effect, or the client broke off mid-body. */
+const bodyReadFailure = (error: unknown): "BodyTooLarge" | "Parse" | undefined =>
+  HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError"
+    ? error.reason.reason
+    : undefined
+
+/** The database could not be reached, or did not answer in time: the caller may retry, the server recovers. */
+const isDatabaseUnavailable = (error: unknown): boolean =>
+  isSqlError(error) && (error.reason._tag === "ConnectionError" || error.reason._tag === "StatementTimeoutError" ||
+    error.reason._tag === "LockTimeoutError")
+
+/** Seconds a client should wait before retrying a 503. */
+const RETRY_AFTER_SECONDS = 5
+
+const unavailable = (message: string) =>
+  Effect.map(
+    renderError(wireError(ServiceUnavailable, message, { retryAfterSeconds: RETRY_AFTER_SECONDS })),
+    HttpServerResponse.setHeader("retry-after", String(RETRY_AFTER_SECONDS))
+  )
 
 const tooLarge = (cap: number) =>
   renderError(wireError(PayloadTooLarge, `Request body exceeds the limit of ${cap} bytes`, { limitBytes: cap }))
@@ -128,11 +147,24 @@ export const EdgeLive = HttpRouter.middleware(
         const failure = Cause.findErrorOption(cause)
         if (Option.isSome(failure) && isRouteNotFound(failure.value)) return noRoute(path)
         // The typed API reads JSON bodies with `orDie`: an overflow arrives as a defect.
-        const tooLong = cause.reasons.find((reason) =>
-          (Cause.isFailReason(reason) && isBodyTooLarge(reason.error)) ||
-          (Cause.isDieReason(reason) && isBodyTooLarge(reason.defect))
+        const bodyRead = cause.reasons.map((reason) =>
+          Cause.isFailReason(reason)
+            ? bodyReadFailure(reason.error)
+            : Cause.isDieReason(reason)
+            ? bodyReadFailure(reason.defect)
+            : undefined
         )
-        if (tooLong !== undefined) return tooLarge(bodyCap)
+        if (bodyRead.includes("BodyTooLarge")) return tooLarge(bodyCap)
+        if (bodyRead.includes("Parse")) return renderError(wireError(BadRequest, "The request body could not be read"))
+        const database = cause.reasons.some((reason) =>
+          (Cause.isFailReason(reason) && isDatabaseUnavailable(reason.error)) ||
+          (Cause.isDieReason(reason) && isDatabaseUnavailable(reason.defect))
+        )
+        if (database) {
+          return Effect.logWarning("Database unavailable", cause).pipe(
+            Effect.andThen(unavailable("The database is unavailable; retry later"))
+          )
+        }
         return Effect.logError("Unhandled failure", cause).pipe(
           Effect.andThen(renderError(wireError(InternalError, "An unexpected error occurred")))
         )
@@ -213,12 +245,19 @@ export const EdgeLive = HttpRouter.middleware(
         const declaredLength = request.headers["content-length"]
         const answer = declaredLength !== undefined && Number(declaredLength) > bodyCap
           ? tooLarge(bodyCap)
-          : handle(httpEffect, now, requestId).pipe(
-            Effect.catchCause(renderFailures(path, bodyCap)),
-            // The server provides the default cap once (`serveApp`); only a route with its own adds one.
-            ownCap === undefined
-              ? identity
-              : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(ownCap))
+          : withDeadline(
+            handle(httpEffect, now, requestId).pipe(
+              Effect.catchCause(renderFailures(path, bodyCap)),
+              // The server provides the default cap once (`serveApp`); only a route with its own adds one.
+              ownCap === undefined
+                ? identity
+                : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(ownCap))
+            ),
+            REQUEST_DEADLINE_MS,
+            // A database that stopped answering holds every statement: answer, and let the work be interrupted.
+            Effect.logWarning(`Request not answered within ${REQUEST_DEADLINE_MS} ms`).pipe(
+              Effect.andThen(unavailable("The service did not answer in time; retry later"))
+            )
           )
         const response = yield* Effect.provideService(answer, CurrentRequestId, requestId)
         return response.headers["x-request-id"] === undefined
