@@ -17,6 +17,9 @@ const IN_MEMORY_DATA_DIR = "memory://"
 
 const EMBEDDED_HOST = "127.0.0.1"
 
+/** How long closing the embedded database waits for its loopback connections to end. */
+const SOCKET_STOP_GRACE = Duration.seconds(2)
+
 /**
  * A name transform that computes each name once: the set of column and field names is fixed by the schema, and
  * handing back the same string every time keeps building rows on V8's fast property paths.
@@ -90,7 +93,9 @@ const serveEmbedded = Effect.fnUntraced(function*(options: EmbeddedOptions) {
   const server = new PGLiteSocketServer({ db, host: EMBEDDED_HOST, port: 0, maxConnections: 1 })
   yield* Effect.acquireRelease(
     Effect.tryPromise({ try: () => server.start(), catch: embeddedStartFailed }),
-    () => Effect.promise(() => server.stop())
+    // `stop` waits for every connection to end, and one opened by a start-up that a SIGTERM interrupted may never
+    // end: the database is closed after a short wait regardless, so shutdown completes at any moment of a boot.
+    () => Effect.asVoid(Effect.timeoutOption(Effect.promise(() => server.stop()), SOCKET_STOP_GRACE))
   )
   // Port 0 lets the OS choose a free port; the server reports it as "host:port" once listening.
   const port = Number(server.getServerConn().slice(EMBEDDED_HOST.length + 1))
