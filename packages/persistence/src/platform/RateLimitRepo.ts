@@ -80,15 +80,18 @@ export class RateLimitRepo extends Context.Service<RateLimitRepo, {
           (row) => row.allowed ? allowed : rejection(row.windowStart, request, request.now)
         )
 
-      // Charges in key order (so concurrent callers lock rows alike); a rejection rolls every charge back.
+      // Charges in key order (so concurrent callers lock rows alike); a rejection rolls every charge back. One bucket
+      // is one statement, atomic by itself: it needs no transaction (and so no second round trip each side of it).
       const hitAll = ({ buckets, now }: { readonly buckets: ReadonlyArray<RateLimitBucket>; readonly now: Date }) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const sorted = [...buckets].sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
-          const decisions = yield* Effect.forEach(sorted, (bucket) => hit({ ...bucket, now }))
-          const rejected = decisions.flatMap((decision) => decision.allowed ? [] : [decision])
-          if (Arr.isArrayNonEmpty(rejected)) return yield* new Rejected({ decision: strictest(rejected) })
-          return allowed
-        })).pipe(Effect.catchTag("Rejected", ({ decision }) => Effect.succeed(decision)))
+        buckets.length === 1 && buckets[0] !== undefined ?
+          hit({ ...buckets[0], now }) :
+          sql.withTransaction(Effect.gen(function*() {
+            const sorted = [...buckets].sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
+            const decisions = yield* Effect.forEach(sorted, (bucket) => hit({ ...bucket, now }))
+            const rejected = decisions.flatMap((decision) => decision.allowed ? [] : [decision])
+            if (Arr.isArrayNonEmpty(rejected)) return yield* new Rejected({ decision: strictest(rejected) })
+            return allowed
+          })).pipe(Effect.catchTag("Rejected", ({ decision }) => Effect.succeed(decision)))
 
       return RateLimitRepo.of({
         hit: (request) => hit(request).pipe(Effect.orDie, Effect.withSpan("RateLimitRepo.hit")),
