@@ -80,6 +80,8 @@ describe.skipIf(databaseUrl === undefined || databaseUrl === "")("a database tha
         assert.strictEqual((yield* read).status, 200)
 
         proxy.freeze()
+        // Thawed again before the server stops, even when an assertion below fails.
+        yield* Effect.addFinalizer(() => Effect.sync(proxy.thaw))
         // A read, and a write with its transaction: both answer instead of hanging for as long as the freeze lasts.
         const [reading, writing] = yield* Effect.all([
           read,

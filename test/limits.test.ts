@@ -172,7 +172,7 @@ layer(testServer("memory"), { excludeTestServices: true })("Node's own answers c
 })
 
 layer(
-  testServerWithLimits({ headersTimeoutMs: 300, requestTimeoutMs: 600, checkIntervalMs: 100 }),
+  testServerWithLimits({ headersTimeoutMs: 300, requestTimeoutMs: 600, checkIntervalMs: 100, deadlineMs: 8_000 }),
   { excludeTestServices: true }
 )("slow requests are cut (item 13; short limits here, 10 s and 30 s in production)", (it) => {
   it.effect("headers that never finish: 408 with the envelope", () =>

@@ -25,8 +25,10 @@ export const databaseFor = (config: AppConfigShape) =>
  */
 const gatedServer = () => {
   const server = makeNodeServer()
+  // The listeners the server has of its own, this one included; the router's comes on top.
+  const ownListeners = server.listenerCount("request") + 1
   server.on("request", (_request, response) => {
-    if (server.listenerCount("request") > 1) return
+    if (server.listenerCount("request") > ownListeners) return
     response.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
     response.end(JSON.stringify({
       error: { code: "internal_error", message: "The server is starting", details: {}, requestId: "req_starting" }

@@ -49,26 +49,12 @@ export class RateLimitRepo extends Context.Service<RateLimitRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      // Opens a new window, or counts within the open one while below the limit; a full bucket is only read back.
+      // Every sign-in start charges a bucket: constant statement text with positional parameters and no per-row name
+      // transform (see `chargeSql`), like the other hot statements.
       const charge = SqlSchema.findAll({
         Request: ChargeRequest,
         Result: ChargeRow,
-        execute: (r) =>
-          sql`
-            with charged as (
-              insert into rate_limit_buckets as b (key, window_start, count)
-              values (${r.key}, ${r.now}, 1)
-              on conflict (key) do update
-                set window_start = case when b.window_start <= ${r.openedBefore} then excluded.window_start
-                                        else b.window_start end,
-                    count = case when b.window_start <= ${r.openedBefore} then 1 else b.count + 1 end
-                where b.window_start <= ${r.openedBefore} or b.count < ${r.limit}::int4
-              returning b.window_start
-            )
-            select true as allowed, window_start from charged
-            union all
-            select false, b.window_start from rate_limit_buckets b
-            where b.key = ${r.key} and not exists (select 1 from charged)`
+        execute: (r) => sql.unsafe(chargeSql, [r.key, r.now, r.openedBefore, r.limit]).withoutTransform
       })
 
       const hit = (request: RateLimitBucket & { readonly now: Date }) =>
@@ -109,6 +95,24 @@ const ChargeRequest = Schema.Struct({
 })
 
 const ChargeRow = Schema.Struct({ allowed: Schema.Boolean, windowStart: Schema.Date })
+
+/**
+ * Charges one bucket ($1 key, $2 now, $3 the instant at or before which a window has closed, $4 limit): opens a new
+ * window, or counts within the open one while below the limit; a full bucket is only read back (`allowed` false).
+ * Built once as one line, since the driver keys its prepared statements by the text of each call.
+ */
+const chargeSql = [
+  "with charged as (",
+  "insert into rate_limit_buckets as b (key, window_start, count) values ($1, $2, 1)",
+  "on conflict (key) do update",
+  "set window_start = case when b.window_start <= $3 then excluded.window_start else b.window_start end,",
+  "count = case when b.window_start <= $3 then 1 else b.count + 1 end",
+  "where b.window_start <= $3 or b.count < $4::int4",
+  "returning b.window_start)",
+  "select true as \"allowed\", window_start as \"windowStart\" from charged",
+  "union all",
+  "select false, b.window_start from rate_limit_buckets b where b.key = $1 and not exists (select 1 from charged)"
+].join(" ")
 
 /** Carries the strictest rejection out of the transaction so the charges of the other buckets roll back. */
 class Rejected extends Data.TaggedError("Rejected")<{ readonly decision: Rejection }> {}

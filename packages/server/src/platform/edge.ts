@@ -27,10 +27,10 @@ import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, Ht
 import { isSqlError } from "effect/sql/SqlError"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
-import { REQUEST_DEADLINE_MS, withDeadline } from "./deadline.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
+import { RETRY_AFTER_SECONDS } from "./nodeServer.ts"
 import { renderError } from "./render.ts"
 import { type ActorResolution, CurrentRequestScope, type RequestScope, workspaceNotFound } from "./requestScope.ts"
 import { makeRouteTable } from "./routeTable.ts"
@@ -60,9 +60,6 @@ const bodyReadFailure = (error: unknown): "BodyTooLarge" | "Parse" | undefined =
 const isDatabaseUnavailable = (error: unknown): boolean =>
   isSqlError(error) && (error.reason._tag === "ConnectionError" || error.reason._tag === "StatementTimeoutError" ||
     error.reason._tag === "LockTimeoutError")
-
-/** Seconds a client should wait before retrying a 503. */
-const RETRY_AFTER_SECONDS = 5
 
 const unavailable = (message: string) =>
   Effect.map(
@@ -245,19 +242,12 @@ export const EdgeLive = HttpRouter.middleware(
         const declaredLength = request.headers["content-length"]
         const answer = declaredLength !== undefined && Number(declaredLength) > bodyCap
           ? tooLarge(bodyCap)
-          : withDeadline(
-            handle(httpEffect, now, requestId).pipe(
-              Effect.catchCause(renderFailures(path, bodyCap)),
-              // The server provides the default cap once (`serveApp`); only a route with its own adds one.
-              ownCap === undefined
-                ? identity
-                : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(ownCap))
-            ),
-            REQUEST_DEADLINE_MS,
-            // A database that stopped answering holds every statement: answer, and let the work be interrupted.
-            Effect.logWarning(`Request not answered within ${REQUEST_DEADLINE_MS} ms`).pipe(
-              Effect.andThen(unavailable("The service did not answer in time; retry later"))
-            )
+          : handle(httpEffect, now, requestId).pipe(
+            Effect.catchCause(renderFailures(path, bodyCap)),
+            // The server provides the default cap once (`serveApp`); only a route with its own adds one.
+            ownCap === undefined
+              ? identity
+              : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(ownCap))
           )
         const response = yield* Effect.provideService(answer, CurrentRequestId, requestId)
         return response.headers["x-request-id"] === undefined
