@@ -239,7 +239,10 @@ export const EdgeLive = HttpRouter.middleware(
         // is refused at once; a chunked body is counted as it streams in (`MaxBodySize`) and refused at the cap.
         const ownCap = ownBodyCap(request.method, path)
         const bodyCap = ownCap ?? DEFAULT_MAX_BODY_BYTES
-        const declaredLength = request.headers["content-length"]
+        // Reading `headers` builds them anew: only requests that may carry a body pay for it a second time.
+        const declaredLength = request.method === "GET" || request.method === "HEAD"
+          ? undefined
+          : request.headers["content-length"]
         const answer = declaredLength !== undefined && Number(declaredLength) > bodyCap
           ? tooLarge(bodyCap)
           : handle(httpEffect, now, requestId).pipe(
