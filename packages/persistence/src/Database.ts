@@ -5,7 +5,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
-import { Config, Effect, Layer, Option, Redacted, String as Str } from "effect"
+import { Config, Duration, Effect, Layer, Option, Redacted, String as Str } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
 
@@ -16,6 +16,9 @@ export type Database = PgClient.PgClient | SqlClient.SqlClient
 const IN_MEMORY_DATA_DIR = "memory://"
 
 const EMBEDDED_HOST = "127.0.0.1"
+
+/** How long closing the embedded database waits for its loopback connections to end. */
+const SOCKET_STOP_GRACE = Duration.seconds(2)
 
 /**
  * A name transform that computes each name once: the set of column and field names is fixed by the schema, and
@@ -43,9 +46,32 @@ const naming = {
   transformJson: false
 } as const
 
+/**
+ * How long the database may take before a request gives up on it (issue 10): a connection must be open within
+ * 3 s, and the server cancels a statement after 5 s (`statement_timeout`, sent at connect; migrations lift it for
+ * their transaction). A database that stops answering altogether is bounded by the request deadline in the server.
+ * A session left idle inside a transaction (a client that vanished mid-transaction) is ended after 30 s.
+ */
+export const DATABASE_TIMEOUTS = {
+  connectMs: 3_000,
+  statementMs: 5_000,
+  idleInTransactionMs: 30_000
+} as const
+
 /** A pooled client on a real PostgreSQL server (`postgres://user@host:port/db`). */
 export const layerPostgres = (url: Redacted.Redacted | string): Layer.Layer<Database, SqlError> =>
-  PgClient.layer({ url: Redacted.isRedacted(url) ? url : Redacted.make(url), multiplex: true, ...naming })
+  PgClient.layer({
+    url: Redacted.isRedacted(url) ? url : Redacted.make(url),
+    multiplex: true,
+    connectTimeout: Duration.millis(DATABASE_TIMEOUTS.connectMs),
+    // Probes a peer that went silent, so a dead connection is noticed and replaced.
+    keepAlive: Duration.seconds(10),
+    startupParameters: {
+      statement_timeout: String(DATABASE_TIMEOUTS.statementMs),
+      idle_in_transaction_session_timeout: String(DATABASE_TIMEOUTS.idleInTransactionMs)
+    },
+    ...naming
+  })
 
 const embeddedStartFailed = (cause: unknown) =>
   new SqlError({ reason: new ConnectionError({ cause, message: "Could not start the embedded PGlite database" }) })
@@ -67,7 +93,9 @@ const serveEmbedded = Effect.fnUntraced(function*(options: EmbeddedOptions) {
   const server = new PGLiteSocketServer({ db, host: EMBEDDED_HOST, port: 0, maxConnections: 1 })
   yield* Effect.acquireRelease(
     Effect.tryPromise({ try: () => server.start(), catch: embeddedStartFailed }),
-    () => Effect.promise(() => server.stop())
+    // `stop` waits for every connection to end, and one opened by a start-up that a SIGTERM interrupted may never
+    // end: the database is closed after a short wait regardless, so shutdown completes at any moment of a boot.
+    () => Effect.asVoid(Effect.timeoutOption(Effect.promise(() => server.stop()), SOCKET_STOP_GRACE))
   )
   // Port 0 lets the OS choose a free port; the server reports it as "host:port" once listening.
   const port = Number(server.getServerConn().slice(EMBEDDED_HOST.length + 1))

@@ -40,6 +40,8 @@ const MIGRATION_LOCK_KEY = 4_214_330_001
 export const run = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   return yield* sql.withTransaction(Effect.gen(function*() {
+    // Waiting for another replica's migrations, and a migration itself, may outlast a request's statement timeout.
+    yield* sql`set local statement_timeout = 0`
     yield* sql`select pg_advisory_xact_lock(${sql.literal(String(MIGRATION_LOCK_KEY))})`
     return yield* PgMigrator.run({ loader: PgMigrator.fromRecord(migrations) })
   }))

@@ -4,9 +4,9 @@
  * `repositories.ts` (SQL on PostgreSQL/PGlite, or memory for fast tests), which the caller provides with the
  * configuration. Declared here from the bottom up.
  */
-import { ControlPlaneApi } from "@cp/domain"
-import { Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { ControlPlaneApi, DEFAULT_MAX_BODY_BYTES } from "@cp/domain"
+import { ByteSize, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ApiKeysHttp } from "./apiKeys/http.ts"
 import { ApiKeysService } from "./apiKeys/service.ts"
@@ -123,10 +123,11 @@ export const HttpAppLive = Http.pipe(Layer.provide(Services))
 /**
  * Serves the app on whatever `HttpServer` is provided (a Node listener, or a test server). The router matches a
  * path parameter of any length: a long one then reaches authentication and its route's schema (401, then 404)
- * instead of failing to match (which would read as 405, another method's path).
+ * instead of failing to match (which would read as 405, another method's path). Every request body is counted as
+ * it is read and refused past the JSON cap (1 MiB), unless its route declares its own (see the edge).
  */
 export const serveApp = HttpRouter.serve(HttpAppLive, {
   disableLogger: true,
   disableListenLog: true,
   routerConfig: { maxParamLength: Number.MAX_SAFE_INTEGER }
-})
+}).pipe(Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(DEFAULT_MAX_BODY_BYTES))))

@@ -6,9 +6,9 @@
 import { Database, Migrations } from "@cp/persistence"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer, Option, Runtime } from "effect"
-import { createServer } from "node:http"
 import { serveApp } from "./app.ts"
 import { AppConfig, type AppConfigShape } from "./platform/config.ts"
+import { makeNodeServer } from "./platform/nodeServer.ts"
 import { TracingLive } from "./platform/tracing.ts"
 import { RepositoriesSql } from "./repositories.ts"
 
@@ -24,9 +24,11 @@ export const databaseFor = (config: AppConfigShape) =>
  * its own `request` listener (Node would otherwise leave them hanging).
  */
 const gatedServer = () => {
-  const server = createServer()
+  const server = makeNodeServer()
+  // The listeners the server has of its own, this one included; the router's comes on top.
+  const ownListeners = server.listenerCount("request") + 1
   server.on("request", (_request, response) => {
-    if (server.listenerCount("request") > 1) return
+    if (server.listenerCount("request") > ownListeners) return
     response.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
     response.end(JSON.stringify({
       error: { code: "internal_error", message: "The server is starting", details: {}, requestId: "req_starting" }

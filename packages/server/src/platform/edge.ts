@@ -7,24 +7,31 @@
 import {
   type Actor,
   actorId,
+  BadRequest,
   ControlPlaneApi,
   CurrentRequestId,
+  DEFAULT_MAX_BODY_BYTES,
   InternalError,
+  MaxBodyBytes,
   MethodNotAllowed,
   NotFound,
+  PayloadTooLarge,
   ReachesHiddenWorkspace,
+  ServiceUnavailable,
   UnsupportedMediaType,
   wireError
 } from "@cp/domain"
 import { IdempotencyRepo, Transactor } from "@cp/persistence"
-import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
-import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Cause, Clock, Context, Effect, identity, Option, type Types } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { isSqlError } from "effect/sql/SqlError"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
 import { requirementOf, unauthenticated } from "./apiMiddleware.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
+import { RETRY_AFTER_SECONDS } from "./nodeServer.ts"
 import { renderError } from "./render.ts"
 import { type ActorResolution, CurrentRequestScope, type RequestScope, workspaceNotFound } from "./requestScope.ts"
 import { makeRouteTable } from "./routeTable.ts"
@@ -44,6 +51,26 @@ const bearerToken = (authorization: string | undefined): string | undefined =>
 const isRouteNotFound = (error: unknown): boolean =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
 
+/** A body read that failed: stopped at the `MaxBodySize` in effect, or the client broke off mid-body. */
+const bodyReadFailure = (error: unknown): "BodyTooLarge" | "Parse" | undefined =>
+  HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError"
+    ? error.reason.reason
+    : undefined
+
+/** The database could not be reached, or did not answer in time: the caller may retry, the server recovers. */
+const isDatabaseUnavailable = (error: unknown): boolean =>
+  isSqlError(error) && (error.reason._tag === "ConnectionError" || error.reason._tag === "StatementTimeoutError" ||
+    error.reason._tag === "LockTimeoutError")
+
+const unavailable = (message: string) =>
+  Effect.map(
+    renderError(wireError(ServiceUnavailable, message, { retryAfterSeconds: RETRY_AFTER_SECONDS })),
+    HttpServerResponse.setHeader("retry-after", String(RETRY_AFTER_SECONDS))
+  )
+
+const tooLarge = (cap: number) =>
+  renderError(wireError(PayloadTooLarge, `Request body exceeds the limit of ${cap} bytes`, { limitBytes: cap }))
+
 export const EdgeLive = HttpRouter.middleware(
   Effect.gen(function*() {
     const actors = yield* ActorResolver
@@ -57,6 +84,16 @@ export const EdgeLive = HttpRouter.middleware(
       [],
       (endpoint) => Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true
     )
+    const ownBodyCaps = makeRouteTable(
+      ControlPlaneApi,
+      [],
+      (endpoint) => Context.getOrUndefined(endpoint.annotations, MaxBodyBytes) !== undefined
+    )
+    /** The route's own body cap, when it declares one (`maxBodyBytes`); the JSON default applies otherwise. */
+    const ownBodyCap = (method: string, path: string): number | undefined => {
+      const endpoint = ownBodyCaps.endpointAt(method, path)
+      return endpoint === undefined ? undefined : Context.getOrUndefined(endpoint.annotations, MaxBodyBytes)
+    }
 
     const resolution = (actor: Option.Option<Actor>): ActorResolution =>
       Option.match(actor, {
@@ -128,11 +165,30 @@ export const EdgeLive = HttpRouter.middleware(
      * went away interrupts the request; that is not an error and is not logged.
      */
     const renderFailures =
-      (path: string) =>
+      (path: string, bodyCap: number) =>
       (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> => {
         if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
         const failure = Cause.findErrorOption(cause)
         if (Option.isSome(failure) && isRouteNotFound(failure.value)) return noRoute(path)
+        // The typed API reads JSON bodies with `orDie`: an overflow arrives as a defect.
+        const bodyRead = cause.reasons.map((reason) =>
+          Cause.isFailReason(reason)
+            ? bodyReadFailure(reason.error)
+            : Cause.isDieReason(reason)
+            ? bodyReadFailure(reason.defect)
+            : undefined
+        )
+        if (bodyRead.includes("BodyTooLarge")) return tooLarge(bodyCap)
+        if (bodyRead.includes("Parse")) return renderError(wireError(BadRequest, "The request body could not be read"))
+        const database = cause.reasons.some((reason) =>
+          (Cause.isFailReason(reason) && isDatabaseUnavailable(reason.error)) ||
+          (Cause.isDieReason(reason) && isDatabaseUnavailable(reason.defect))
+        )
+        if (database) {
+          return Effect.logWarning("Database unavailable", cause).pipe(
+            Effect.andThen(unavailable("The database is unavailable; retry later"))
+          )
+        }
         return Effect.logError("Unhandled failure", cause).pipe(
           Effect.andThen(renderError(wireError(InternalError, "An unexpected error occurred")))
         )
@@ -206,11 +262,27 @@ export const EdgeLive = HttpRouter.middleware(
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const requestId = newId("req_", now)
-        const { path } = splitUrl((yield* HttpServerRequest.HttpServerRequest).url)
-        const response = yield* handle(httpEffect, now, requestId).pipe(
-          Effect.catchCause(renderFailures(canonicalAliasPath(path) ?? path)),
-          Effect.provideService(CurrentRequestId, requestId)
-        )
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const { path: requestedPath } = splitUrl(request.url)
+        const path = canonicalAliasPath(requestedPath) ?? requestedPath
+        // Bodies are capped before anything reads them (or asks who is calling): a declared length above the cap
+        // is refused at once; a chunked body is counted as it streams in (`MaxBodySize`) and refused at the cap.
+        const ownCap = ownBodyCap(request.method, path)
+        const bodyCap = ownCap ?? DEFAULT_MAX_BODY_BYTES
+        // Reading `headers` builds them anew: only requests that may carry a body pay for it a second time.
+        const declaredLength = request.method === "GET" || request.method === "HEAD"
+          ? undefined
+          : request.headers["content-length"]
+        const answer = declaredLength !== undefined && Number(declaredLength) > bodyCap
+          ? tooLarge(bodyCap)
+          : handle(httpEffect, now, requestId).pipe(
+            Effect.catchCause(renderFailures(path, bodyCap)),
+            // The server provides the default cap once (`serveApp`); only a route with its own adds one.
+            ownCap === undefined
+              ? identity
+              : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(ownCap))
+          )
+        const response = yield* Effect.provideService(answer, CurrentRequestId, requestId)
         return response.headers["x-request-id"] === undefined
           ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
           : response
