@@ -22,7 +22,8 @@ export const IdPrefix = {
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 
-const prefixed = (prefix: string) => Schema.String.check(Schema.isPattern(new RegExp(`^${prefix}${ULID}$`)))
+// The `u` flag lets the pattern reach the OpenAPI document (Effect exports only unicode-flagged patterns).
+const prefixed = (prefix: string) => Schema.String.check(Schema.isPattern(new RegExp(`^${prefix}${ULID}$`, "u")))
 
 export const UserId = prefixed(IdPrefix.user).pipe(Schema.brand("UserId"))
 export type UserId = typeof UserId.Type
@@ -53,7 +54,7 @@ export type FeatureFlagId = typeof FeatureFlagId.Type
 export const SecretId = prefixed(IdPrefix.secret).pipe(Schema.brand("SecretId"))
 export type SecretId = typeof SecretId.Type
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/u
 
 const uuid = () => Schema.String.check(Schema.isPattern(UUID_PATTERN))
 
