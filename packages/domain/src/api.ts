@@ -42,7 +42,6 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
     title: "Workspace Control-Plane API",
     version: "1.0.0",
     description: introduction,
-    license: { name: "Proprietary" },
     // Relative: the reference is served by the server it describes, so requests go back to the same origin.
     servers: [{ url: "/", description: "This server" }],
     transform: finishReference

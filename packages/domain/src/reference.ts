@@ -56,7 +56,7 @@ for programs, \`message\` is for people and may change, \`details\` depends on t
 | \`precondition_failed\` | 412 | a precondition is unmet (plan limit, expired or used login code) | re-read first |
 | \`payload_too_large\` | 413 | the body is larger than the server accepts | no |
 | \`validation_failed\` | 422 | \`details.fields\` maps each failing field to its messages | no |
-| \`rate_limited\` | 429 | a bucket is exhausted: \`details.retryAfterSeconds\` and the \`Retry-After\` header | after the wait |
+| \`rate_limited\` | 429 | a bucket is empty: \`details.retryAfterSeconds\`, \`Retry-After\` header | after the wait |
 | \`internal_error\` | 500 | unexpected failure, logged with the request id | with backoff |
 | \`provider_unavailable\` | 502 | an upstream provider did not answer | with backoff |
 | \`service_unavailable\` | 503 | the service or its database is unavailable | with backoff |
@@ -65,16 +65,16 @@ An unknown code is not retryable; fall back on the HTTP status.
 
 ## Pagination
 
-Lists take \`limit\` (an integer from ${PAGE_LIMIT.minimum} to ${PAGE_LIMIT.maximum}, default ${PAGE_LIMIT.default}) and
+Lists take \`limit\` (an integer, ${PAGE_LIMIT.minimum} to ${PAGE_LIMIT.maximum}, default ${PAGE_LIMIT.default}) and
 \`cursor\`. The next page's cursor is in \`meta.cursor\`; \`null\` means the end (never judge the end by a short page).
 Send the same filters with every page of one walk. Cursors are opaque: do not parse, build or keep them.
 
 ## Idempotency
 
-\`POST\`, \`PUT\`, \`PATCH\` and \`DELETE\` accept an \`Idempotency-Key\` header (1 to 255 letters, digits, \`-\`, \`_\`,
-\`.\`, \`:\`). The first answer below 500 (except 429) is kept for 24 hours per caller, method, path and key; a retry
-with the same body gets that answer again with \`Idempotent-Replayed: true\`, a retry with another body gets 422
-\`validation_failed\`, and a retry while the first is still running gets 409 \`conflict\`.
+\`POST\`, \`PUT\`, \`PATCH\` and \`DELETE\` accept an \`Idempotency-Key\` header (1 to 255 letters, digits,
+\`-\`, \`_\`, \`.\`, \`:\`). The first answer below 500 (except 429) is kept for 24 hours per caller, method,
+path and key; a retry with the same body gets that answer again with \`Idempotent-Replayed: true\`, a retry with
+another body gets 422 \`validation_failed\`, and a retry while the first is still running gets 409 \`conflict\`.
 
 ## Rate limits
 

@@ -8,6 +8,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId, SecretId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
@@ -87,24 +88,33 @@ const secretEndpoints = <const P extends `/${string}`, const Params extends Sche
       query: SecretListQuery,
       success: Many,
       error: NotFound
-    }).annotateMerge(requires.permission(read)),
+    }).annotateMerge(doc("List secrets", "Metadata only: values are never returned.")).annotateMerge(
+      requires.permission(read)
+    ),
     HttpApiEndpoint.post("create", `${prefix}/config/secrets`, {
       params,
       payload: SecretInput,
       success: One,
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission(write)),
+    }).annotateMerge(
+      doc(
+        "Create a secret",
+        "The value is encrypted at rest and never shown again. Send an `Idempotency-Key` to make retries safe."
+      )
+    ).annotateMerge(requires.permission(write)),
     HttpApiEndpoint.post("rotate", `${prefix}/config/secrets/:secretId/rotate`, {
       params: { ...params, secretId: SecretId },
       payload: SecretRotation,
       success: One,
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission(write)),
+    }).annotateMerge(doc("Rotate a secret", "Stores a new value as the next version.")).annotateMerge(
+      requires.permission(write)
+    ),
     HttpApiEndpoint.delete("revoke", `${prefix}/config/secrets/:secretId`, {
       params: { ...params, secretId: SecretId },
       success: One,
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission(write))
+    }).annotateMerge(doc("Revoke a secret")).annotateMerge(requires.permission(write))
   ] as const
 
 const workspaceEndpoints = secretEndpoints(

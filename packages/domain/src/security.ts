@@ -10,9 +10,9 @@ import { Context, Effect, Layer, Schema } from "effect"
 import type { HttpClientRequest } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Grant, Permission, Role } from "./access.ts"
-import { PAGE_LIMIT } from "./reference.ts"
 import { BadRequest, Forbidden, NotFound, Unauthenticated, ValidationFailed } from "./errors.ts"
 import type { OrgId, ProjectId, ServicePrincipalId, SessionId, UserId } from "./ids.ts"
+import { PAGE_LIMIT } from "./reference.ts"
 import type { Organization } from "./workspaces.ts"
 
 export type Actor =
