@@ -37,9 +37,18 @@ const gatedServer = () => {
 
 /** The complete server for a configuration, listening on its host and port. */
 export const serverFor = (config: AppConfigShape) => {
+  // The start line, and a stop line once the server has closed (released before the database and after the listener).
   const announce = Layer.effectDiscard(
-    Effect.log(
-      `Control plane API on ${config.publicBaseUrl}/v1 (docs: ${config.publicBaseUrl}/docs, ${config.env} mode)`
+    Effect.acquireRelease(
+      Effect.log(
+        `Control plane API on ${config.publicBaseUrl}/v1 (docs: ${config.publicBaseUrl}/docs, ${config.env} mode)`
+      ),
+      (_, exit) =>
+        Effect.log(
+          `Control plane API stopping (${
+            Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? "signal" : "failure"
+          })`
+        )
     )
   )
   // Layers provided later are built first: the database is migrated before the port opens.
