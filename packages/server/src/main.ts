@@ -9,6 +9,7 @@ import { Cause, Effect, Exit, Layer, Option, Runtime } from "effect"
 import { createServer } from "node:http"
 import { serveApp } from "./app.ts"
 import { AppConfig, type AppConfigShape } from "./platform/config.ts"
+import { logFormatOf, LoggingLive } from "./platform/logging.ts"
 import { TracingLive } from "./platform/tracing.ts"
 import { RepositoriesSql } from "./repositories.ts"
 
@@ -68,7 +69,8 @@ const stoppedBySignalIsSuccess: Runtime.Teardown = (exit, onExit) =>
 if (import.meta.main) {
   Effect.gen(function*() {
     const config = yield* AppConfig
-    return yield* Layer.launch(serverFor(config))
+    const logFormat = yield* logFormatOf(process.env, config.env)
+    return yield* Layer.launch(serverFor(config)).pipe(Effect.provide(LoggingLive(logFormat)))
   }).pipe(
     Effect.provide(AppConfig.layerFromEnv(process.env)),
     NodeRuntime.runMain({ teardown: stoppedBySignalIsSuccess })

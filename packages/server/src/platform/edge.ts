@@ -24,6 +24,7 @@ import { aliasResponse, canonicalAliasPath } from "./alias.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
+import { logAccess } from "./logging.ts"
 import { renderError } from "./render.ts"
 import { type ActorResolution, CurrentRequestScope, type RequestScope, workspaceNotFound } from "./requestScope.ts"
 import { makeRouteTable } from "./routeTable.ts"
@@ -42,6 +43,13 @@ const bearerToken = (authorization: string | undefined): string | undefined =>
 
 const isRouteNotFound = (error: unknown): boolean =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
+
+/** What the access line needs that only the edge learns on the way: the caller, the workspace, a 500's cause. */
+interface Seen {
+  actorKind: string
+  workspace: string | null
+  cause: Cause.Cause<unknown> | undefined
+}
 
 export const EdgeLive = HttpRouter.middleware(
   Effect.gen(function*() {
@@ -97,18 +105,17 @@ export const EdgeLive = HttpRouter.middleware(
     }
 
     /**
-     * Every failure becomes an envelope: a missing route 404/405, anything else a logged 500. A client that
-     * went away interrupts the request; that is not an error and is not logged.
+     * Every failure becomes an envelope: a missing route 404/405, anything else a 500 whose cause the access line
+     * logs. A client that went away interrupts the request; that is not an error and is not logged.
      */
     const renderFailures =
-      (path: string) =>
+      (path: string, seen: Seen) =>
       (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> => {
         if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
         const failure = Cause.findErrorOption(cause)
         if (Option.isSome(failure) && isRouteNotFound(failure.value)) return noRoute(path)
-        return Effect.logError("Unhandled failure", cause).pipe(
-          Effect.andThen(renderError(wireError(InternalError, "An unexpected error occurred")))
-        )
+        seen.cause = cause // logged once, with the request's access line
+        return renderError(wireError(InternalError, "An unexpected error occurred"))
       }
 
     /** The typed router's own 415 is plain text: give it the envelope. */
@@ -120,7 +127,8 @@ export const EdgeLive = HttpRouter.middleware(
     const handle = Effect.fnUntraced(function*(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>,
       now: number,
-      requestId: string
+      requestId: string,
+      seen: Seen
     ) {
       const original = yield* HttpServerRequest.HttpServerRequest
       const { path: requestedPath, search } = splitUrl(original.url)
@@ -135,10 +143,12 @@ export const EdgeLive = HttpRouter.middleware(
         path
       )
       const actor = caller.actor
+      seen.actorKind = actor._tag === "Resolved" ? actor.actor.kind : actor._tag === "Invalid" ? "invalid" : "anonymous"
       let workspace: RequestScope["workspace"] = undefined
       if (actor._tag === "Resolved" && caller.workspace !== undefined) {
         if (Option.isNone(caller.workspace)) return yield* renderError(workspaceNotFound())
         workspace = caller.workspace.value
+        seen.workspace = workspace.organization.id
         yield* Effect.annotateCurrentSpan("workspace.id", workspace.organization.id)
         path = `/v1/organizations/${workspace.organization.id}${workspaceMatch?.[2] ?? ""}`
       }
@@ -176,11 +186,25 @@ export const EdgeLive = HttpRouter.middleware(
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const requestId = newId("req_", now)
-        const { path } = splitUrl((yield* HttpServerRequest.HttpServerRequest).url)
-        const response = yield* handle(httpEffect, now, requestId).pipe(
-          Effect.catchCause(renderFailures(canonicalAliasPath(path) ?? path)),
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const { path } = splitUrl(request.url)
+        const canonicalPath = canonicalAliasPath(path) ?? path
+        yield* Effect.annotateCurrentSpan("http.request.id", requestId)
+        const seen: Seen = { actorKind: "anonymous", workspace: null, cause: undefined }
+        const response = yield* handle(httpEffect, now, requestId, seen).pipe(
+          Effect.catchCause(renderFailures(canonicalPath, seen)),
           Effect.provideService(CurrentRequestId, requestId)
         )
+        const end = yield* Clock.currentTimeMillis
+        yield* logAccess(response.status, () => ({
+          requestId,
+          method: request.method,
+          route: routes.endpointAt(request.method, canonicalPath)?.path ?? canonicalPath,
+          status: response.status,
+          durationMs: end - now,
+          workspace: seen.workspace,
+          actorKind: seen.actorKind
+        }), seen.cause)
         return response.headers["x-request-id"] === undefined
           ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
           : response
