@@ -8,6 +8,10 @@ import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { Config, Effect, Layer, Option, Redacted, String as Str } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
+import { createHash } from "node:crypto"
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 
 /** What every database layer provides. */
 export type Database = PgClient.PgClient | SqlClient.SqlClient
@@ -57,12 +61,54 @@ export interface EmbeddedOptions {
   readonly loadDataDir?: Blob
 }
 
+/**
+ * The freshly initialised data directory that new `DATA_DIR`s start from, kept beside the installed packages
+ * (`node_modules/.cache/control-plane`, so a fresh install starts a fresh one) and named for the PGlite build it
+ * came from. initdb is most of a first start; unpacking the template costs about as much as opening a database.
+ */
+const templateFile = (): string => {
+  const pglite = fileURLToPath(import.meta.resolve("@electric-sql/pglite"))
+  const { mtimeMs, size } = statSync(pglite)
+  const build = createHash("sha256").update(`${pglite}:${mtimeMs}:${size}`).digest("hex").slice(0, 16)
+  const modules = pglite.slice(0, pglite.lastIndexOf("node_modules") + "node_modules".length)
+  return join(modules, ".cache", "control-plane", `pglite-datadir-${build}.tar`)
+}
+
+const isFreshDataDir = (dataDir: string): boolean =>
+  dataDir !== IN_MEMORY_DATA_DIR && !existsSync(join(dataDir, "PG_VERSION"))
+
+/** The template, when one was saved; a missing or unreadable one means an ordinary initdb. */
+const readTemplate = (file: string): Blob | undefined => {
+  try {
+    return existsSync(file) ? new Blob([readFileSync(file)]) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Saves a just-initialised database as the template (written aside, then renamed: a reader never sees half). */
+const saveTemplate = (db: PGlite, file: string) =>
+  Effect.tryPromise(async () => {
+    const tarball = await db.dumpDataDir("none")
+    mkdirSync(dirname(file), { recursive: true })
+    const partial = `${file}.${process.pid}.partial`
+    writeFileSync(partial, new Uint8Array(await tarball.arrayBuffer()))
+    renameSync(partial, file)
+  }).pipe(Effect.ignore)
+
 /** Starts PGlite and its loopback socket server for the current scope and returns the port it listens on. */
 const serveEmbedded = Effect.fnUntraced(function*(options: EmbeddedOptions) {
+  // A fresh data directory starts from the template when there is one, and leaves one behind when there is not.
+  const template = options.loadDataDir === undefined && isFreshDataDir(options.dataDir) ? templateFile() : undefined
+  const loadDataDir = options.loadDataDir ?? (template === undefined ? undefined : readTemplate(template))
   const db = yield* Effect.acquireRelease(
-    Effect.tryPromise({ try: () => PGlite.create(options), catch: embeddedStartFailed }),
+    Effect.tryPromise({
+      try: () => PGlite.create(loadDataDir === undefined ? options : { ...options, loadDataDir }),
+      catch: embeddedStartFailed
+    }),
     (db) => Effect.promise(() => db.close())
   )
+  if (template !== undefined && loadDataDir === undefined) yield* saveTemplate(db, template)
   // PGlite has a single backend session: one socket, shared by every query, so a pool of exactly one connection.
   const server = new PGLiteSocketServer({ db, host: EMBEDDED_HOST, port: 0, maxConnections: 1 })
   yield* Effect.acquireRelease(
