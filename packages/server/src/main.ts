@@ -4,7 +4,9 @@
  * background fibers, close the pool and exit 0 (contract §1).
  */
 import { Database, Migrations } from "@cp/persistence"
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+// Module paths, not the package index: the index loads every Node integration (Redis, workers, …) at start-up.
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Exit, Layer, Option, Runtime } from "effect"
 import { createServer } from "node:http"
 import { serveApp } from "./app.ts"

@@ -5,17 +5,8 @@
  * OTLP/HTTP only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; otherwise tracing is off. An export that fails is logged
  * once per outage (and once when it recovers), not once per batch.
  */
-import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { type ExportResult, ExportResultCode } from "@opentelemetry/core"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
-import {
-  BatchSpanProcessor,
-  type InMemorySpanExporter,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-  type SpanExporter,
-  type SpanProcessor
-} from "@opentelemetry/sdk-trace-base"
+import type { InMemorySpanExporter, ReadableSpan, SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, Option, References, type Tracer } from "effect"
 import { Headers, HttpMiddleware, HttpTraceContext } from "effect/http"
 import type { AppConfigShape, AppEnv } from "./config.ts"
@@ -85,14 +76,19 @@ export const loggingFailures = (
   }
 }
 
-const sdk = (spanProcessor: SpanProcessor, env: AppEnv): Layer.Layer<never> =>
-  Layer.merge(
-    NodeSdk.layer(() => ({
-      resource: { serviceName: "control-plane", attributes: { "deployment.environment.name": env } },
-      spanProcessor: naming(spanProcessor)
-    })),
-    ServerSpanNames
-  )
+// The OpenTelemetry SDK is loaded only when tracing is on: with tracing off (the default) start-up skips its modules.
+const sdk = (spanProcessor: () => Promise<SpanProcessor>, env: AppEnv): Layer.Layer<never> =>
+  Layer.unwrap(Effect.promise(async () => {
+    const NodeSdk = await import("@effect/opentelemetry/NodeSdk")
+    const processor = naming(await spanProcessor())
+    return Layer.merge(
+      NodeSdk.layer(() => ({
+        resource: { serviceName: "control-plane", attributes: { "deployment.environment.name": env } },
+        spanProcessor: processor
+      })),
+      ServerSpanNames
+    )
+  }))
 
 /** With no exporter every span would be thrown away, so none are made: the request path stays as cheap as possible. */
 const TracingOff: Layer.Layer<never> = Layer.succeed(References.TracerEnabled)(false)
@@ -108,14 +104,18 @@ export const TracingLive = (config: AppConfigShape): Layer.Layer<never> =>
       Layer.unwrap(Effect.map(Effect.context<never>(), (context) => {
         // The exporter calls back outside any fiber: log with the loggers of the layer that built it.
         const log = (effect: Effect.Effect<void>) => void Effect.runForkWith(context)(effect)
-        const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, "")}/v1/traces` })
-        return sdk(new BatchSpanProcessor(loggingFailures(exporter, log)), config.env)
+        return sdk(async () => {
+          const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http")
+          const { BatchSpanProcessor } = await import("@opentelemetry/sdk-trace-base")
+          const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, "")}/v1/traces` })
+          return new BatchSpanProcessor(loggingFailures(exporter, log))
+        }, config.env)
       }))
   })
 
 /** Tracing into an in-memory exporter, each span handed over as it ends; read it before the layer's scope closes. */
 export const TracingTest = (exporter: InMemorySpanExporter): Layer.Layer<never> =>
-  sdk(new SimpleSpanProcessor(exporter), "test")
+  sdk(async () => new (await import("@opentelemetry/sdk-trace-base")).SimpleSpanProcessor(exporter), "test")
 
 /** What queued work stores (a JSON object, e.g. `event_log.trace_context`) so its job can link back to the trace. */
 export type TraceContext = { readonly traceparent: string }
