@@ -9,7 +9,7 @@ import { Config, Effect, Layer, Option, Redacted, String as Str } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -62,53 +62,52 @@ export interface EmbeddedOptions {
 }
 
 /**
- * The freshly initialised data directory that new `DATA_DIR`s start from, kept beside the installed packages
- * (`node_modules/.cache/control-plane`, so a fresh install starts a fresh one) and named for the PGlite build it
- * came from. initdb is most of a first start; unpacking the template costs about as much as opening a database.
+ * A freshly initialised data directory that a new `DATA_DIR` is copied from, kept beside the installed packages
+ * (`node_modules/.cache/control-plane`, so a fresh install makes a fresh one) and named for the PGlite build that
+ * made it. initdb is most of a first start; a plain directory copy costs a small part of it.
  */
-const templateFile = (): string => {
+const templateDir = (): string => {
   const pglite = fileURLToPath(import.meta.resolve("@electric-sql/pglite"))
   const { mtimeMs, size } = statSync(pglite)
   const build = createHash("sha256").update(`${pglite}:${mtimeMs}:${size}`).digest("hex").slice(0, 16)
   const modules = pglite.slice(0, pglite.lastIndexOf("node_modules") + "node_modules".length)
-  return join(modules, ".cache", "control-plane", `pglite-datadir-${build}.tar`)
+  return join(modules, ".cache", "control-plane", `pglite-datadir-${build}`)
 }
 
 const isFreshDataDir = (dataDir: string): boolean =>
   dataDir !== IN_MEMORY_DATA_DIR && !existsSync(join(dataDir, "PG_VERSION"))
 
-/** The template, when one was saved; a missing or unreadable one means an ordinary initdb. */
-const readTemplate = (file: string): Blob | undefined => {
-  try {
-    return existsSync(file) ? new Blob([readFileSync(file)]) : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/** Saves a just-initialised database as the template (written aside, then renamed: a reader never sees half). */
-const saveTemplate = (db: PGlite, file: string) =>
-  Effect.tryPromise(async () => {
-    const tarball = await db.dumpDataDir("none")
-    mkdirSync(dirname(file), { recursive: true })
-    const partial = `${file}.${process.pid}.partial`
-    writeFileSync(partial, new Uint8Array(await tarball.arrayBuffer()))
-    renameSync(partial, file)
-  }).pipe(Effect.ignore)
+/**
+ * Fills a fresh data directory from the template, making the template first when there is none (initdb in a
+ * private directory, closed cleanly, then renamed into place: a concurrent start never sees half of one).
+ */
+const fromTemplate = (dataDir: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      const template = templateDir()
+      if (!existsSync(join(template, "PG_VERSION"))) {
+        const partial = `${template}.${process.pid}.partial`
+        rmSync(partial, { recursive: true, force: true })
+        mkdirSync(dirname(partial), { recursive: true })
+        await (await PGlite.create({ dataDir: partial })).close()
+        try {
+          renameSync(partial, template)
+        } catch {
+          rmSync(partial, { recursive: true, force: true }) // another start made it first
+        }
+      }
+      cpSync(template, dataDir, { recursive: true })
+    },
+    catch: embeddedStartFailed
+  })
 
 /** Starts PGlite and its loopback socket server for the current scope and returns the port it listens on. */
 const serveEmbedded = Effect.fnUntraced(function*(options: EmbeddedOptions) {
-  // A fresh data directory starts from the template when there is one, and leaves one behind when there is not.
-  const template = options.loadDataDir === undefined && isFreshDataDir(options.dataDir) ? templateFile() : undefined
-  const loadDataDir = options.loadDataDir ?? (template === undefined ? undefined : readTemplate(template))
+  if (options.loadDataDir === undefined && isFreshDataDir(options.dataDir)) yield* fromTemplate(options.dataDir)
   const db = yield* Effect.acquireRelease(
-    Effect.tryPromise({
-      try: () => PGlite.create(loadDataDir === undefined ? options : { ...options, loadDataDir }),
-      catch: embeddedStartFailed
-    }),
+    Effect.tryPromise({ try: () => PGlite.create(options), catch: embeddedStartFailed }),
     (db) => Effect.promise(() => db.close())
   )
-  if (template !== undefined && loadDataDir === undefined) yield* saveTemplate(db, template)
   // PGlite has a single backend session: one socket, shared by every query, so a pool of exactly one connection.
   const server = new PGLiteSocketServer({ db, host: EMBEDDED_HOST, port: 0, maxConnections: 1 })
   yield* Effect.acquireRelease(
