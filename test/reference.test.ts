@@ -45,11 +45,14 @@ describe("API reference", () => {
     )
   })
 
-  it("gives every operation a summary and every parameter a schema", () => {
+  it("gives every operation a summary and every parameter a description", () => {
     assert.isAbove(operations.length, 0)
     for (const { method, operation, path } of operations) {
       assert.isString(operation.summary, `${method} ${path}`)
       assert.isAbove(operation.summary?.length ?? 0, 3)
+      for (const parameter of operation.parameters) {
+        assert.isString(parameter.description, `${method} ${path} ${parameter.in} ${parameter.name}`)
+      }
     }
   })
 

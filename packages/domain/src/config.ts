@@ -28,7 +28,9 @@ export const SettingVisibility = Schema.Literals(["public", "internal", "masked"
 export type SettingVisibility = typeof SettingVisibility.Type
 
 /** Setting and flag keys: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit. */
-export const ConfigKey = Schema.String.check(
+export const ConfigKey = Schema.String.annotate({
+  description: "A setting or flag key: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+}).check(
   Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, {
     message: "must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
   })
@@ -133,7 +135,9 @@ export const FeatureFlagPatch = Schema.Struct({
 export type FeatureFlagPatch = typeof FeatureFlagPatch.Type
 
 /** `key` is required; without it the query fails validation (422 on `key`). */
-export const ResolveQuery = { key: ConfigKey }
+export const ResolveQuery = {
+  key: ConfigKey.annotate({ description: "The key of the setting to resolve" })
+}
 
 const configGroup = <const Name extends string, const Params extends Schema.Struct.Fields>(
   name: Name,

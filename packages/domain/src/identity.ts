@@ -55,7 +55,9 @@ export type SecurityEvent = typeof SecurityEvent.Type
 
 export const OAuthProvider = Schema.Struct({ id: Schema.String, name: Schema.String })
 
-const ProviderParam = Schema.String.check(Schema.isPattern(/^[a-z0-9_-]{1,32}$/))
+const ProviderParam = Schema.String.annotate({
+  description: "The provider's id, as `GET /v1/auth/oauth/providers` lists it"
+}).check(Schema.isPattern(/^[a-z0-9_-]{1,32}$/))
 
 export const ProfilePatch = Schema.Struct({
   displayName: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(128)))),
@@ -100,9 +102,9 @@ export class IdentityApi extends HttpApiGroup.make("identity")
     HttpApiEndpoint.get("oauthCallback", "/v1/auth/oauth/:provider/callback", {
       params: { provider: ProviderParam },
       query: {
-        code: Schema.optionalKey(Schema.String),
-        state: Schema.String,
-        error: Schema.optionalKey(Schema.String)
+        code: Schema.optionalKey(Schema.String.annotate({ description: "The provider's authorization code" })),
+        state: Schema.String.annotate({ description: "The signed state the start step sent to the provider" }),
+        error: Schema.optionalKey(Schema.String.annotate({ description: "The provider's error, when consent failed" }))
       },
       success: Envelope(LoginResult),
       error: [NotFound, PreconditionFailed]

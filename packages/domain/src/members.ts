@@ -132,7 +132,10 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
   .add(
     HttpApiEndpoint.get("list", "/v1/organizations/:orgId/invitations", {
       params: orgParams,
-      query: { ...PageQuery, status: Schema.optionalKey(InvitationStatus) },
+      query: {
+        ...PageQuery,
+        status: Schema.optionalKey(InvitationStatus.annotate({ description: "Only invitations in this state" }))
+      },
       success: Page({ invitations: Schema.Array(Invitation) })
     })
       .annotateMerge(doc("List invitations", "Pending and past invitations of this workspace.")).annotateMerge(

@@ -62,7 +62,12 @@ export const SecretRotation = Schema.Struct({ value: SecretValue })
 export type SecretRotation = typeof SecretRotation.Type
 
 /** `scope` is checked by the service, so its two messages (contract §4) are the spec's, not the schema's. */
-export const SecretListQuery = { ...PageQuery, scope: Schema.optionalKey(Schema.String) }
+export const SecretListQuery = {
+  ...PageQuery,
+  scope: Schema.optionalKey(
+    Schema.String.annotate({ description: "`all` on the workspace route lists the secrets of every scope together" })
+  )
+}
 
 const workspacePath = "/v1/organizations/:orgId"
 const projectPath = `${workspacePath}/projects/:projectId`

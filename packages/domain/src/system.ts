@@ -39,7 +39,7 @@ export class SystemApi extends HttpApiGroup.make("system")
       )
     ).annotateMerge(requires.none),
     HttpApiEndpoint.get("outbox", "/v1/dev/outbox", {
-      query: { to: Schema.optionalKey(Schema.String) },
+      query: { to: Schema.optionalKey(Schema.String.annotate({ description: "Only mail sent to this address" })) },
       success: Envelope({ messages: Schema.Array(OutboxMessage) }),
       error: NotFound
     }).annotateMerge(

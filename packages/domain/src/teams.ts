@@ -117,7 +117,10 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     }).annotateMerge(doc("Add a team member", "A member of the workspace; the team's grants then apply to them."))
       .annotateMerge(requires.permission("team.member.add")),
     HttpApiEndpoint.delete("removeMember", "/v1/organizations/:orgId/teams/:teamId/members/:subjectId", {
-      params: { ...teamParams, subjectId: Schema.String },
+      params: {
+        ...teamParams,
+        subjectId: Schema.String.annotate({ description: "The member to remove: a `usr_` or `sp_` id" })
+      },
       success: Envelope(Deleted),
       error: [NotFound, Forbidden]
     }).annotateMerge(doc("Remove a team member")).annotateMerge(requires.permission("team.member.remove")),

@@ -97,7 +97,12 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.get("effectiveAccess", "/v1/organizations/:orgId/effective-access", {
       params: orgParams,
-      query: { projectId: Schema.optionalKey(ProjectId), subjectId: Schema.optionalKey(Schema.String) },
+      query: {
+        projectId: Schema.optionalKey(ProjectId),
+        subjectId: Schema.optionalKey(
+          Schema.String.annotate({ description: "Whose access (a `usr_` or `sp_` id); the caller's when absent" })
+        )
+      },
       success: Envelope({ permissions: Schema.Array(PermissionDecision) }),
       error: NotFound
     })
