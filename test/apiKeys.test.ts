@@ -476,7 +476,16 @@ for (const backend of sqlBackends) {
           })
           assert.isFalse(inProject("organization.read").allow)
           assert.isFalse((yield* access(""))("project.read").allow)
-          assert.isFalse((yield* access(`?projectId=${projectId()}`))("project.read").allow)
+          // A project the workspace does not have is refused, not answered for (issue 10 item 11).
+          const unknown = yield* call(
+            baseUrl,
+            "GET",
+            `/v1/organizations/${org}/effective-access?projectId=${projectId()}`,
+            {
+              token: key.secret
+            }
+          )
+          assert.property(invalidFields(unknown), "projectId")
         }))
 
       /** A fresh owner with an owner key on its account root. */
@@ -800,9 +809,7 @@ for (const backend of sqlBackends) {
             "--json"
           )
           assert.strictEqual(created.exitCode, 0, created.stderr)
-          const { apiKey } = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ apiKey: CreatedApiKey })))(
-            created.stdout
-          )
+          const apiKey = Schema.decodeUnknownSync(Schema.fromJsonString(CreatedApiKey))(created.stdout)
           assert.strictEqual(apiKey.label, "from the CLI")
           ok(yield* call(baseUrl, "GET", `/v1/organizations/${slug}`, { token: apiKey.secret }))
 
@@ -822,23 +829,16 @@ for (const backend of sqlBackends) {
           assert.include(list.stdout, `${apiKey.id}  from the CLI  ${apiKey.prefix}  builder`)
           assert.notInclude(list.stdout, "sk_" + apiKey.secret.slice(3, 20))
           const json = yield* run("--json", "api-keys", "list", "-w", slug, "--limit", "1")
-          const page = Schema.decodeUnknownSync(
-            Schema.fromJsonString(
-              Schema.Struct({
-                data: Schema.Struct({ apiKeys: Schema.Array(ApiKey) }),
-                cursor: Schema.NullOr(Schema.String)
-              })
-            )
-          )(json.stdout)
-          assert.lengthOf(page.data.apiKeys, 1)
-          assert.isString(page.cursor)
+          // The list itself on stdout; the next page's command on stderr.
+          assert.lengthOf(Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(ApiKey)))(json.stdout), 1)
+          assert.match(json.stderr, new RegExp(`^More: cpctl api-keys list -w ${slug} --limit 1 --cursor \\S+\n$`))
         }))
 
       it.effect("cpctl api-keys revoke: the key is 401 at once; again, conflict; a bad create, validation_failed", () =>
         Effect.gen(function*() {
           const { baseUrl, owner, run, slug } = yield* cliOwner
           const apiKey = yield* mint(baseUrl, owner.token, slug, { label: "from the CLI", role: "builder" })
-          const revoked = yield* run("api-keys", "revoke", apiKey.id, "--workspace", slug)
+          const revoked = yield* run("api-keys", "revoke", apiKey.id, "--workspace", slug, "--yes")
           assert.strictEqual(revoked.exitCode, 0, revoked.stderr)
           assert.include(revoked.stdout, apiKey.id)
           failed(
@@ -846,7 +846,7 @@ for (const backend of sqlBackends) {
             401,
             "unauthenticated"
           )
-          const again = yield* run("api-keys", "revoke", apiKey.id, "--workspace", slug)
+          const again = yield* run("api-keys", "revoke", apiKey.id, "--workspace", slug, "--yes")
           assert.deepStrictEqual(again, {
             stdout: "",
             stderr: "error conflict: This API key is already revoked\n",

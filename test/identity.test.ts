@@ -442,7 +442,9 @@ layer(testServer("pglite"), { excludeTestServices: true })("identity over HTTP [
       failed(yield* completeLogin(baseUrl, `chl_${"0".repeat(26)}`, code), 404, "not_found")
       validationOn(yield* completeLogin(baseUrl, challenge.challengeId, "12345"), "code")
       validationOn(yield* completeLogin(baseUrl, challenge.challengeId, "abcdef"), "code")
-      validationOn(yield* completeLogin(baseUrl, "chl_nope", code), "challengeId")
+      // Clients treat challenge ids as opaque: one not of our form is unknown (404), not malformed.
+      failed(yield* completeLogin(baseUrl, "chl_nope", code), 404, "not_found")
+      validationOn(yield* completeLogin(baseUrl, "", code), "challengeId")
       const both = invalidFields(yield* call(baseUrl, "POST", "/v1/auth/login/complete", { body: {} }))
       assert.includeMembers(Object.keys(both), ["challengeId", "code"])
       // one wrong code does not spend the challenge

@@ -982,7 +982,7 @@ layer(CliServer, { excludeTestServices: true })("cpctl members and invitations",
   const succeeded = (res: { readonly exitCode: number; readonly stderr: string }) =>
     assert.strictEqual(res.exitCode, 0, res.stderr)
 
-  it.effect("cpctl invitations create, list, mine, accept (bad flags and a spent invitation exit 1)", () =>
+  it.effect("cpctl invitations create, list, mine, accept (bad flags exit 2, a spent invitation 1)", () =>
     Effect.gen(function*() {
       const { asIvy, asOwner, ivy, org } = yield* withCpctl
       const created = yield* asOwner(
@@ -996,8 +996,9 @@ layer(CliServer, { excludeTestServices: true })("cpctl members and invitations",
         "--json"
       )
       succeeded(created)
-      const { invitation, delivery } = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({
-        invitation: Invitation,
+      // --json prints the invitation itself, with the development-mode delivery beside its fields.
+      const { delivery, ...invitation } = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({
+        ...Invitation.fields,
         delivery: Schema.Struct({ mode: Schema.Literal("local_debug"), token: Schema.String })
       })))(created.stdout)
       assert.strictEqual(invitation.status, "pending")
@@ -1012,7 +1013,7 @@ layer(CliServer, { excludeTestServices: true })("cpctl members and invitations",
       assert.include(mine.stdout, `${invitation.id}  ${org.slug}`)
 
       const bad = yield* asIvy("invitations", "accept")
-      assert.strictEqual(bad.exitCode, 1)
+      assert.strictEqual(bad.exitCode, 2)
       assert.match(bad.stderr, /^error invalid_flags: /)
       const accepted = yield* asIvy("invitations", "accept", "--workspace", org.id, "--token", delivery.token)
       succeeded(accepted)
@@ -1030,11 +1031,8 @@ layer(CliServer, { excludeTestServices: true })("cpctl members and invitations",
 
       const members = yield* asOwner("members", "list", "--workspace", org.id, "--json")
       succeeded(members)
-      const page = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({
-        data: Schema.Struct({ members: Schema.Array(Member) }),
-        cursor: Schema.NullOr(Schema.String)
-      })))(members.stdout)
-      const ivyMember = page.data.members.find((m) => m.subjectId === ivy.user.id)
+      const listed = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Member)))(members.stdout)
+      const ivyMember = listed.find((m) => m.subjectId === ivy.user.id)
       assert.isDefined(ivyMember)
       const table = yield* asOwner("members", "list", "-w", org.id)
       assert.match(table.stdout, /^ID\s+SUBJECT\s+TYPE\s+ROLES\s+STATUS\s+JOINED\n/)
@@ -1043,13 +1041,13 @@ layer(CliServer, { excludeTestServices: true })("cpctl members and invitations",
       const promoted = yield* asOwner("members", "set-role", ivyMember.id, "admin", "-w", org.id)
       succeeded(promoted)
       assert.include(promoted.stdout, `${ivyMember.id}  ${ivy.user.id}  user  admin`)
-      const ownerMember = page.data.members.find((m) => m.subjectId === owner.user.id)
+      const ownerMember = listed.find((m) => m.subjectId === owner.user.id)
       assert.isDefined(ownerMember)
-      const lastOwner = yield* asOwner("members", "remove", ownerMember.id, "-w", org.id)
+      const lastOwner = yield* asOwner("members", "remove", ownerMember.id, "-w", org.id, "--yes")
       assert.strictEqual(lastOwner.exitCode, 1)
       assert.include(lastOwner.stderr, "error precondition_failed: ")
       assert.include(lastOwner.stderr, `details: {"reason":"last_owner"}`)
-      const removed = yield* asOwner("members", "remove", ivyMember.id, "-w", org.id)
+      const removed = yield* asOwner("members", "remove", ivyMember.id, "-w", org.id, "-y")
       succeeded(removed)
       assert.strictEqual(removed.stdout, `Removed ${ivyMember.id} from ${org.id}.\n`)
     }))
@@ -1058,7 +1056,7 @@ layer(CliServer, { excludeTestServices: true })("cpctl members and invitations",
     Effect.gen(function*() {
       const { asOwner, org, owner, s } = yield* withCpctl
       const revokeTarget = invitationOf(yield* s.invite(owner.token, org.id, { email: freshEmail(), role: "viewer" }))
-      const revoked = yield* asOwner("invitations", "revoke", revokeTarget.id, "-w", org.id)
+      const revoked = yield* asOwner("invitations", "revoke", revokeTarget.id, "-w", org.id, "--yes")
       succeeded(revoked)
       assert.include(revoked.stdout, `${revokeTarget.id}`)
       assert.include(revoked.stdout, "revoked")

@@ -12,7 +12,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
-import { cpctlAs as cpctl, printed } from "./support/cli.ts"
+import { cpctlAs as cpctl, printedAs } from "./support/cli.ts"
 import { failed, invalidFields, ISO_MS, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
@@ -363,14 +363,14 @@ for (const backend of sqlBackends) {
             const ws = ["--workspace", personal.id]
             const made = yield* cpctl(baseUrl, token, "--json", "projects", "create", "Cli Project", ...ws)
             assert.strictEqual(made.exitCode, 0, made.stderr)
-            const { project } = printed(made, { project: Project })
+            const project = printedAs(made, Project)
             assert.strictEqual(project.slug, "cli-project")
             const listed = yield* cpctl(baseUrl, token, "projects", "list", ...ws)
             assert.include(listed.stdout, "cli-project")
-            const archived = yield* cpctl(baseUrl, token, "--json", "projects", "archive", project.id, ...ws)
-            assert.strictEqual(printed(archived, { project: Project }).project.status, "archived")
+            const archived = yield* cpctl(baseUrl, token, "--json", "projects", "archive", project.id, ...ws, "--yes")
+            assert.strictEqual(printedAs(archived, Project).status, "archived")
             const restored = yield* cpctl(baseUrl, token, "--json", "projects", "restore", project.id, ...ws)
-            assert.strictEqual(printed(restored, { project: Project }).project.status, "active")
+            assert.strictEqual(printedAs(restored, Project).status, "active")
             const dup = yield* cpctl(baseUrl, token, "projects", "create", "x", "--slug", "cli-project", ...ws)
             assert.notStrictEqual(dup.exitCode, 0)
             assert.include(dup.stderr, "conflict")
@@ -395,10 +395,20 @@ for (const backend of sqlBackends) {
               ...ws
             )
             assert.strictEqual(env.exitCode, 0, env.stderr)
-            const { environment } = printed(env, { environment: Environment })
+            const environment = printedAs(env, Environment)
             assert.include((yield* cpctl(baseUrl, token, "envs", "list", project.id, ...ws)).stdout, "pr-1")
-            const envGone = yield* cpctl(baseUrl, token, "--json", "envs", "archive", project.id, environment.id, ...ws)
-            assert.strictEqual(printed(envGone, { environment: Environment }).environment.status, "archived")
+            const envGone = yield* cpctl(
+              baseUrl,
+              token,
+              "--json",
+              "envs",
+              "archive",
+              project.id,
+              environment.id,
+              ...ws,
+              "-y"
+            )
+            assert.strictEqual(printedAs(envGone, Environment).status, "archived")
           }))
       }
     }

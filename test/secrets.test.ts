@@ -16,7 +16,7 @@ import { Cause, Effect, Layer, Logger, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes, randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
-import { cpctlRun, printed, tokenEnv } from "./support/cli.ts"
+import { cpctlRun, printedAs, tokenEnv } from "./support/cli.ts"
 import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
@@ -50,7 +50,7 @@ const cpctl = (baseUrl: string, token: string, args: ReadonlyArray<string>, stdi
 
 const secretOf = (res: Res) => ok(res, { secret: Secret }).secret
 const secretsOf = (res: Res) => ok(res, { secrets: Schema.Array(Secret) }).secrets
-const printedSecret = (run: { readonly stdout: string }) => printed(run, { secret: Secret }).secret
+const printedSecret = (run: { readonly stdout: string }) => printedAs(run, Secret)
 
 for (const backend of sqlBackends) {
   layer(
@@ -510,9 +510,9 @@ for (const backend of sqlBackends) {
         }
       }))
 
-    it.effect("cpctl secrets list --all and delete, never printing the value; an empty stdin fails set", () =>
+    it.effect("cpctl secrets list --all-scopes, delete by id alone, never printing the value; empty stdin fails", () =>
       Effect.gen(function*() {
-        const { api, baseUrl, orgId, prefixes, projectId, session } = yield* newWorld
+        const { api, baseUrl, orgId, prefixes, session } = yield* newWorld
         const value = `cli-plaintext-${randomUUID()}`
         const secret = secretOf(
           yield* api("POST", `${prefixes.project}/config/secrets`, {
@@ -521,7 +521,7 @@ for (const backend of sqlBackends) {
             displayName: "From CLI"
           })
         )
-        const listed = yield* cpctl(baseUrl, session.token, ["secrets", "list", "--workspace", orgId, "--all"])
+        const listed = yield* cpctl(baseUrl, session.token, ["secrets", "list", "--workspace", orgId, "--all-scopes"])
         assert.strictEqual(listed.exitCode, 0, listed.stderr)
         assert.include(listed.stdout, secret.id)
         assert.include(listed.stdout, "CLI_KEY")
@@ -531,8 +531,7 @@ for (const backend of sqlBackends) {
           secret.id,
           "--workspace",
           orgId,
-          "--project",
-          projectId,
+          "--yes",
           "--json"
         ])
         assert.strictEqual(deleted.exitCode, 0, deleted.stderr)

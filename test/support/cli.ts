@@ -44,3 +44,7 @@ export const printed = <const F extends Schema.Struct.Fields>(
   run: { readonly stdout: string },
   fields: F
 ): Schema.Struct<F>["Encoded"] => wire(Schema.Struct(fields), JSON.parse(run.stdout), run.stdout)
+
+/** What `cpctl --json` printed (a resource or an array), checked against the wire form of `schema`. */
+export const printedAs = <S extends Schema.Top>(run: { readonly stdout: string }, schema: S): S["Encoded"] =>
+  wire(schema, JSON.parse(run.stdout), run.stdout)

@@ -1,13 +1,16 @@
 /**
  * The typed client derived from `ControlPlaneApi`, bound to the server and bearer token this run resolves
- * from `--base-url`/`--token`, then `CP_BASE_URL`/`CP_TOKEN`, then the credentials file.
+ * from `--base-url`/`--token`, then `CP_BASE_URL`/`CP_TOKEN`, then the credentials file. Every request names
+ * cpctl and its version in `User-Agent`, and carries no `traceparent`: cpctl exports no spans, so a trace id it
+ * sent would point at a parent no collector ever sees.
  */
 import { ControlPlaneApi, layerBearerClient } from "@cp/domain"
 import { Config, Context, Effect, Layer, Option } from "effect"
 import { Command, Flag, GlobalFlag } from "effect/cli"
-import { FetchHttpClient, HttpClientRequest } from "effect/http"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
-import { CredentialsStore } from "./credentials.ts"
+import { CredentialsStore, DefaultsStore } from "./credentials.ts"
+import { USER_AGENT } from "./version.ts"
 
 /** Where requests go when neither a flag, the environment nor the credentials file says. */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:8080"
@@ -83,7 +86,10 @@ export class ControlPlaneClient extends Context.Service<ControlPlaneClient, {
     ControlPlaneClient,
     Effect.gen(function*() {
       const connection = yield* resolveConnection({ baseUrl: yield* BaseUrlFlag, token: yield* TokenFlag })
-      const api = yield* HttpApiClient.make(ControlPlaneApi, { baseUrl: connection.baseUrl }).pipe(
+      const api = yield* HttpApiClient.make(ControlPlaneApi, {
+        baseUrl: connection.baseUrl,
+        transformClient: HttpClient.mapRequest(HttpClientRequest.setHeader("user-agent", USER_AGENT))
+      }).pipe(
         Effect.provide(layerBearerClient((request) =>
           Option.match(connection.token, {
             onNone: () => request,
@@ -96,7 +102,18 @@ export class ControlPlaneClient extends Context.Service<ControlPlaneClient, {
   ).pipe(Layer.provide(FetchHttpClient.layer))
 }
 
-/** Gives a command the client and the credentials store, built only when that command runs (never for help). */
+/**
+ * Gives a command the client and the config directory's stores, built only when that command runs (never for
+ * help). The client's requests carry no `traceparent` (see the module comment).
+ */
 export const withClient = <const Name extends string, Input, ContextInput, E, R>(
   command: Command.Command<Name, Input, ContextInput, E, R>
-) => Command.provide(command, Layer.provideMerge(ControlPlaneClient.layer, CredentialsStore.layer))
+) =>
+  Command.provide(
+    command,
+    Layer.mergeAll(
+      Layer.provideMerge(ControlPlaneClient.layer, CredentialsStore.layer),
+      DefaultsStore.layer,
+      Layer.succeed(HttpClient.TracerPropagationEnabled, false)
+    )
+  )

@@ -16,6 +16,7 @@ import { teams } from "./commands/teams.ts"
 import { workspaces } from "./commands/workspaces.ts"
 import { type CpctlError, reportFailure } from "./errors.ts"
 import { JsonOutput } from "./output.ts"
+import { VERSION } from "./version.ts"
 
 /** The whole command tree, with the flags every command accepts. */
 export const cpctl = Command.make("cpctl").pipe(
@@ -40,7 +41,7 @@ export const cpctl = Command.make("cpctl").pipe(
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )
 
-const runCpctl = Command.runWith(cpctl, { version: "0.1.0" })
+const runCpctl = Command.runWith(cpctl, { version: VERSION })
 
 /** Runs cpctl on the given arguments; a failure is printed as `error <code>: <message>` and fails the run. */
 export const run = (args: ReadonlyArray<string>) =>

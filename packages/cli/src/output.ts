@@ -1,8 +1,10 @@
 /**
  * Everything cpctl prints: one table renderer for every command, the decoded value as JSON under
- * `--json`, and the one-line error format.
+ * `--json`, and the one-line error format. Under `--json` a command prints the resource it shows or changed,
+ * or the array of a list — never an envelope; everything that is not the result (the next page's command, "No
+ * projects.") goes to stderr.
  */
-import { Console } from "effect"
+import { Console, Effect } from "effect"
 import { Flag, GlobalFlag } from "effect/cli"
 
 /** `--json`, accepted anywhere on the command line: print the decoded result as JSON for scripts. */
@@ -44,6 +46,28 @@ export const printResult = <A>(value: A, humanView: (value: A) => string) =>
 /** The one line a failure prints on stderr. */
 export const errorLine = (code: string, message: string): string => `error ${code}: ${message}`
 
-/** The table, then how to fetch the next page when there is one. */
-export const withNextPage = (table: string, cursor: string | null, command: string): string =>
-  cursor === null ? table : `${table}\nMore: ${command} --cursor ${cursor}`
+/** A value as a shell word: bare when safe, else single-quoted. */
+export const shellWord = (value: string): string =>
+  /^[A-Za-z0-9_.:@/,=+-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`
+
+/** How a list is printed: its columns, what an empty list says, and the command that prints the next page. */
+export interface ListView<Row> {
+  readonly columns: Columns<Row>
+  /** The line printed (on stderr) when there are no rows, e.g. "No projects." */
+  readonly empty: string
+  /** The command line (without `--cursor`) that continues the list, as shell words. */
+  readonly command: ReadonlyArray<string>
+}
+
+/**
+ * Prints a list: the array under `--json`, else the table (or the `empty` line on stderr); then, when there is a
+ * next page, `More: <command> --cursor <cursor>` on stderr.
+ */
+export const printList = <Row>(rows: ReadonlyArray<Row>, next: string | null, view: ListView<Row>) =>
+  Effect.gen(function*() {
+    const json = yield* JsonOutput
+    if (json) yield* Console.log(renderJson(rows))
+    else if (rows.length === 0) yield* Console.error(view.empty)
+    else yield* Console.log(renderTable(view.columns, rows))
+    if (next !== null) yield* Console.error(`More: ${[...view.command, "--cursor", next].map(shellWord).join(" ")}`)
+  })

@@ -6,6 +6,7 @@ import { Conflict, NotFound } from "./errors.ts"
 import { ApiKeyId, ProjectId, ServicePrincipalId } from "./ids.ts"
 import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
+import { Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { Name, OrgRef } from "./workspaces.ts"
 
@@ -22,7 +23,7 @@ const isCalendarDay = (text: string): boolean => {
 }
 
 /** A timestamp a client sends: ISO 8601 only (not every string `Date` happens to parse), on a real day. */
-export const IsoTimestamp = Schema.String.check(
+export const IsoTimestamp = Text.check(
   Schema.isPattern(ISO_8601, { message: "must be an ISO 8601 timestamp" }),
   Schema.makeFilter((text: string) => !ISO_8601.test(text) || isCalendarDay(text) || "is not a real date")
 ).pipe(Schema.decodeTo(Timestamp))

@@ -8,6 +8,7 @@ import { RateLimited } from "./errors.ts"
 import { AuditEntryId, EnvironmentId, EventId, OrgId, ProjectId } from "./ids.ts"
 import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
+import { Text } from "./text.ts"
 import { Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -16,13 +17,13 @@ export const AuditActorType = Schema.Literals(["user", "service_principal", "wor
 export type AuditActorType = typeof AuditActorType.Type
 
 /** `category` filter: lowercase letters, digits, `_ . -`; at most 64 characters. */
-export const AuditCategory = Schema.String.check(
+export const AuditCategory = Text.check(
   Schema.isPattern(/^[a-z0-9_.-]+$/, { message: "must be lowercase letters, digits, '_', '.' or '-'" }),
   Schema.isMaxLength(64, { message: "must be at most 64 characters" })
 )
 
 /** `actorId`, `subjectKind`, `subjectId`, `eventType` filters: 1 to 128 of letters, digits, space, `_ . : -`. */
-export const AuditToken = Schema.String.check(
+export const AuditToken = Text.check(
   Schema.isPattern(/^[A-Za-z0-9 _.:-]+$/, { message: "must be letters, digits, spaces, '_', '.', ':' or '-'" }),
   Schema.isMaxLength(128, { message: "must be at most 128 characters" })
 )
@@ -51,7 +52,7 @@ const isRealInstant = (text: string): boolean => {
  * `from` / `to` filters: ISO 8601 with exactly three fractional digits and a zone (`Z` or `±hh:mm`), e.g.
  * `2026-11-21T09:30:00.000Z`; a `Date` in code, sent back as UTC with milliseconds.
  */
-export const AuditInstant = Schema.String.check(
+export const AuditInstant = Text.check(
   Schema.isPattern(ISO_MILLIS, {
     message: "must be an ISO 8601 timestamp with milliseconds, e.g. 2026-11-21T09:30:00.000Z"
   }),

@@ -11,6 +11,7 @@ import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, FeatureFlagId, OrgId, ProjectId, SettingId } from "./ids.ts"
 import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
+import { JsonValue, MultilineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -28,7 +29,7 @@ export const SettingVisibility = Schema.Literals(["public", "internal", "masked"
 export type SettingVisibility = typeof SettingVisibility.Type
 
 /** Setting and flag keys: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit. */
-export const ConfigKey = Schema.String.annotate({
+export const ConfigKey = Text.annotate({
   description: "A setting or flag key: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
 }).check(
   Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, {
@@ -36,12 +37,12 @@ export const ConfigKey = Schema.String.annotate({
   })
 )
 
-const Description = Schema.NullOr(Schema.String.check(Schema.isMaxLength(1024)))
+const Description = Schema.NullOr(MultilineText.check(Schema.isMaxLength(1024)))
 
 /**
- * A setting as the wire shows it. `valueType` and `visibility` are enforced but never echoed. A masked setting read
- * by a caller without the scope's write permission carries `value: null` and `masked: true` (`masked` is absent
- * otherwise).
+ * A setting as the wire shows it. `valueType` and `visibility` are enforced but never echoed. A masked setting
+ * carries `masked: true`, and `value: null` when read by a caller without the scope's write permission (`masked`
+ * is absent on other settings).
  */
 export const Setting = Schema.Struct({
   id: SettingId,
@@ -85,7 +86,7 @@ export type ResolvedSetting = typeof ResolvedSetting.Type
  */
 export const SettingInput = Schema.Struct({
   key: ConfigKey,
-  value: Schema.Json,
+  value: JsonValue,
   description: Schema.optionalKey(Description),
   valueType: Schema.optionalKey(SettingValueType),
   visibility: Schema.optionalKey(SettingVisibility),
@@ -95,7 +96,7 @@ export type SettingInput = typeof SettingInput.Type
 
 /** Every field optional: an omitted one keeps what is stored. */
 export const SettingPatch = Schema.Struct({
-  value: Schema.optionalKey(Schema.Json),
+  value: Schema.optionalKey(JsonValue),
   description: Schema.optionalKey(Description),
   valueType: Schema.optionalKey(SettingValueType),
   visibility: Schema.optionalKey(SettingVisibility),
@@ -122,14 +123,14 @@ export type FeatureFlag = typeof FeatureFlag.Type
 export const FeatureFlagInput = Schema.Struct({
   key: ConfigKey,
   enabled: Schema.Boolean,
-  value: Schema.optionalKey(Schema.Json),
+  value: Schema.optionalKey(JsonValue),
   description: Schema.optionalKey(Description)
 })
 export type FeatureFlagInput = typeof FeatureFlagInput.Type
 
 export const FeatureFlagPatch = Schema.Struct({
   enabled: Schema.optionalKey(Schema.Boolean),
-  value: Schema.optionalKey(Schema.Json),
+  value: Schema.optionalKey(JsonValue),
   description: Schema.optionalKey(Description)
 })
 export type FeatureFlagPatch = typeof FeatureFlagPatch.Type

@@ -5,11 +5,26 @@ import { NotFound, PreconditionFailed, RateLimited } from "./errors.ts"
 import { ChallengeId, SessionId, UserId } from "./ids.ts"
 import { doc } from "./reference.ts"
 import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
+import { isStorableText, LineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 
-export const Email = Schema.String.check(
+/**
+ * Characters that make an address look like another one: controls, format characters (zero-width space and joiners,
+ * the byte-order mark, soft hyphen), and any character that compatibility normalisation (NFKC) would change, such
+ * as full-width letters and digits or ligatures.
+ */
+const isPlainAddress = (text: string): boolean => !/[\p{Cc}\p{Cf}]/u.test(text) && text.normalize("NFKC") === text
+
+/** Surrounding white space, which comparison trims; unlike `trim`, a byte-order mark is not white space here. */
+const SURROUNDING_SPACE = /^[\p{Zs}\t\n\v\f\r]+|[\p{Zs}\t\n\v\f\r]+$/gu
+
+export const Email = Text.check(
   Schema.isMaxLength(254),
-  Schema.isPattern(/^\s*[^\s@]+@[^\s@]+\.[^\s@]+\s*$/, { message: "must be an email address" })
+  Schema.isPattern(/^\s*[^\s@]+@[^\s@]+\.[^\s@]+\s*$/, { message: "must be an email address" }),
+  Schema.makeFilter((text: string) =>
+    !isStorableText(text) || isPlainAddress(text.replace(SURROUNDING_SPACE, "")) ||
+    "must not contain full-width, zero-width, control or other look-alike characters"
+  )
 )
 
 export const User = Schema.Struct({
@@ -55,13 +70,16 @@ export type SecurityEvent = typeof SecurityEvent.Type
 
 export const OAuthProvider = Schema.Struct({ id: Schema.String, name: Schema.String })
 
-const ProviderParam = Schema.String.annotate({
+const ProviderParam = Text.annotate({
   description: "The provider's id, as `GET /v1/auth/oauth/providers` lists it"
 }).check(Schema.isPattern(/^[a-z0-9_-]{1,32}$/))
 
+/** A challenge id as a client sends it back: any short text; one that is not a `chl_` id names no challenge. */
+export const OpaqueChallengeId = Text.check(Schema.isMinLength(1), Schema.isMaxLength(255))
+
 export const ProfilePatch = Schema.Struct({
-  displayName: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(128)))),
-  lastOrgSlug: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(63)))
+  displayName: Schema.optionalKey(Schema.NullOr(LineText.check(Schema.isMaxLength(128)))),
+  lastOrgSlug: Schema.optionalKey(LineText.check(Schema.isMinLength(1), Schema.isMaxLength(63)))
 })
 
 export class IdentityApi extends HttpApiGroup.make("identity")
@@ -78,7 +96,11 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       )
     ).annotateMerge(requires.none),
     HttpApiEndpoint.post("loginComplete", "/v1/auth/login/complete", {
-      payload: Schema.Struct({ challengeId: ChallengeId, code: Schema.String.check(Schema.isPattern(/^\d{6}$/)) }),
+      // Clients treat challenge ids as opaque: one not of our form is unknown (404), not malformed (422).
+      payload: Schema.Struct({
+        challengeId: OpaqueChallengeId,
+        code: Schema.String.check(Schema.isPattern(/^\d{6}$/))
+      }),
       success: Envelope(LoginResult),
       error: [NotFound, PreconditionFailed, RateLimited]
     }).annotateMerge(
@@ -102,9 +124,9 @@ export class IdentityApi extends HttpApiGroup.make("identity")
     HttpApiEndpoint.get("oauthCallback", "/v1/auth/oauth/:provider/callback", {
       params: { provider: ProviderParam },
       query: {
-        code: Schema.optionalKey(Schema.String.annotate({ description: "The provider's authorization code" })),
-        state: Schema.String.annotate({ description: "The signed state the start step sent to the provider" }),
-        error: Schema.optionalKey(Schema.String.annotate({ description: "The provider's error, when consent failed" }))
+        code: Schema.optionalKey(Text.annotate({ description: "The provider's authorization code" })),
+        state: Text.annotate({ description: "The signed state the start step sent to the provider" }),
+        error: Schema.optionalKey(Text.annotate({ description: "The provider's error, when consent failed" }))
       },
       success: Envelope(LoginResult),
       error: [NotFound, PreconditionFailed]

@@ -19,6 +19,7 @@ import {
   WorkspaceAuthentication,
   WorkspaceAuthorization
 } from "./security.ts"
+import { Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -89,7 +90,7 @@ export const InvitationMembership = Schema.Struct({
 /** The token itself, returned only in development and test mode (contract §4). */
 export const InvitationDelivery = Schema.Struct({ mode: Schema.Literal("local_debug"), token: Schema.String })
 
-export const InvitationToken = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512))
+export const InvitationToken = Text.check(Schema.isMinLength(1), Schema.isMaxLength(512))
 
 /** The answer of both accept routes: the accepted invitation and the membership it created. */
 export const AcceptedInvitation = { invitation: Invitation, membership: InvitationMembership }

@@ -10,6 +10,7 @@ import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId, SecretId } from "./ids.ts"
 import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
+import { LineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -22,7 +23,7 @@ export const SecretStatus = Schema.Literals(["active", "revoked"])
 export type SecretStatus = typeof SecretStatus.Type
 
 /** Environment-variable style: an upper-case letter, then upper-case letters, digits and `_`; at most 128. */
-export const SecretKey = Schema.String.check(
+export const SecretKey = Text.check(
   Schema.isPattern(/^[A-Z][A-Z0-9_]*$/, {
     message: "must start with an upper-case letter and contain only A-Z, 0-9 and _"
   }),
@@ -30,7 +31,7 @@ export const SecretKey = Schema.String.check(
 )
 
 /** The write-only value: 1 to 65536 characters. */
-export const SecretValue = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(65_536))
+export const SecretValue = Text.check(Schema.isMinLength(1), Schema.isMaxLength(65_536))
 
 export const Secret = Schema.Struct({
   id: SecretId,
@@ -54,7 +55,7 @@ export type Secret = typeof Secret.Type
 export const SecretInput = Schema.Struct({
   secretKey: SecretKey,
   value: SecretValue,
-  displayName: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128))
+  displayName: LineText.check(Schema.isMinLength(1), Schema.isMaxLength(128))
 })
 export type SecretInput = typeof SecretInput.Type
 
@@ -65,7 +66,7 @@ export type SecretRotation = typeof SecretRotation.Type
 export const SecretListQuery = {
   ...PageQuery,
   scope: Schema.optionalKey(
-    Schema.String.annotate({ description: "`all` on the workspace route lists the secrets of every scope together" })
+    Text.annotate({ description: "`all` on the workspace route lists the secrets of every scope together" })
   )
 }
 

@@ -13,6 +13,7 @@ import type { Grant, Permission, Role } from "./access.ts"
 import { BadRequest, Forbidden, NotFound, Unauthenticated, ValidationFailed } from "./errors.ts"
 import type { OrgId, ProjectId, ServicePrincipalId, SessionId, UserId } from "./ids.ts"
 import { PAGE_LIMIT } from "./reference.ts"
+import { Text } from "./text.ts"
 import type { Organization } from "./workspaces.ts"
 
 export type Actor =
@@ -159,6 +160,6 @@ export const PageQuery = {
     )
   ),
   cursor: Schema.optionalKey(
-    Schema.String.annotate({ description: "The `meta.cursor` of the previous page; absent for the first page." })
+    Text.annotate({ description: "The `meta.cursor` of the previous page; absent for the first page." })
   )
 }

@@ -4,6 +4,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { NotFound } from "./errors.ts"
 import { doc } from "./reference.ts"
 import { requires } from "./security.ts"
+import { Text } from "./text.ts"
 import { Envelope, RequestIdSlot, Timestamp } from "./wire.ts"
 
 /** 503 with the success envelope's shape, as the contract's health rule asks. */
@@ -39,7 +40,7 @@ export class SystemApi extends HttpApiGroup.make("system")
       )
     ).annotateMerge(requires.none),
     HttpApiEndpoint.get("outbox", "/v1/dev/outbox", {
-      query: { to: Schema.optionalKey(Schema.String.annotate({ description: "Only mail sent to this address" })) },
+      query: { to: Schema.optionalKey(Text.annotate({ description: "Only mail sent to this address" })) },
       success: Envelope({ messages: Schema.Array(OutboxMessage) }),
       error: NotFound
     }).annotateMerge(

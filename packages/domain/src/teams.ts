@@ -9,6 +9,7 @@ import { Conflict, Forbidden, NotFound } from "./errors.ts"
 import { ProjectId, TeamId } from "./ids.ts"
 import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
+import { Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { Name, OrgRef, Slug } from "./workspaces.ts"
 
@@ -62,7 +63,7 @@ export const TeamInput = Schema.Struct({ name: Name, slug: Schema.optionalKey(Sl
 export const TeamPatch = Schema.Struct({ name: Schema.optionalKey(Name), slug: Schema.optionalKey(Slug) })
 
 export const TeamMemberInput = Schema.Struct({
-  subjectId: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128)),
+  subjectId: Text.check(Schema.isMinLength(1), Schema.isMaxLength(128)),
   subjectType: Schema.optionalKey(TeamSubjectType)
 })
 
@@ -119,7 +120,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.delete("removeMember", "/v1/organizations/:orgId/teams/:teamId/members/:subjectId", {
       params: {
         ...teamParams,
-        subjectId: Schema.String.annotate({ description: "The member to remove: a `usr_` or `sp_` id" })
+        subjectId: Text.annotate({ description: "The member to remove: a `usr_` or `sp_` id" })
       },
       success: Envelope(Deleted),
       error: [NotFound, Forbidden]

@@ -13,15 +13,16 @@ import {
   WorkspaceAuthentication,
   WorkspaceAuthorization
 } from "./security.ts"
+import { LineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 
-export const Slug = Schema.String.check(
+export const Slug = Text.check(
   Schema.isPattern(/^[a-z0-9][a-z0-9-]{0,62}$/, {
     message: "must be 1 to 63 lowercase letters, digits or '-', starting with a letter or digit"
   })
 )
 
-export const Name = Schema.String.check(
+export const Name = LineText.check(
   Schema.isPattern(/\S/, { message: "must not be blank" }),
   Schema.isMaxLength(128)
 )
@@ -43,7 +44,7 @@ export const Membership = Schema.Struct({ role: Role, joinedAt: Timestamp })
 export const ChildWorkspace = Schema.Struct({ orgId: OrgId, workspaceRef: WorkspaceRef, name: Schema.String })
 
 /** Any of the three spellings of a workspace reference: `org_…`, `ws_…` or a slug. */
-export const OrgRef = Schema.String.annotate({
+export const OrgRef = Text.annotate({
   description: "The workspace: its `org_` id, its `ws_` public id or its slug"
 })
 
@@ -100,7 +101,7 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       query: {
         projectId: Schema.optionalKey(ProjectId),
         subjectId: Schema.optionalKey(
-          Schema.String.annotate({ description: "Whose access (a `usr_` or `sp_` id); the caller's when absent" })
+          Text.annotate({ description: "Whose access (a `usr_` or `sp_` id); the caller's when absent" })
         )
       },
       success: Envelope({ permissions: Schema.Array(PermissionDecision) }),

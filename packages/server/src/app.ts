@@ -124,5 +124,13 @@ const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.backgrou
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */
 export const HttpAppLive = Http.pipe(Layer.provide(Services))
 
-/** Serves the app on whatever `HttpServer` is provided (a Node listener, or a test server). */
-export const serveApp = HttpRouter.serve(HttpAppLive, { disableLogger: true, disableListenLog: true })
+/**
+ * Serves the app on whatever `HttpServer` is provided (a Node listener, or a test server). The router matches a
+ * path parameter of any length: a long one then reaches authentication and its route's schema (401, then 404)
+ * instead of failing to match (which would read as 405, another method's path).
+ */
+export const serveApp = HttpRouter.serve(HttpAppLive, {
+  disableLogger: true,
+  disableListenLog: true,
+  routerConfig: { maxParamLength: Number.MAX_SAFE_INTEGER }
+})

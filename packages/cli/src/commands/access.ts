@@ -1,14 +1,13 @@
 /**
- * Access commands: `access explain --workspace <ref> [--subject <usr_…|sp_…>] [--project <prj_…>] [--allowed]`, every
+ * Access commands: `access explain [-w <ref>] [--subject <usr_…|sp_…>] [--project <prj_…|slug>] [--allowed]`, every
  * permission with its decision and where it comes from (a direct role, a team, or the account root).
  */
-import { type PermissionDecision, ProjectId, type Via } from "@cp/domain"
-import { Effect } from "effect"
+import { type PermissionDecision, type Via } from "@cp/domain"
+import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { optionalKey } from "../options.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
-import { workspaceFlag } from "./teams.ts"
+import { optionalKey, resolveProject, workspaceFlag } from "../options.ts"
+import { type Columns, printList } from "../output.ts"
 
 /** `team:builder@organization (team_…)`: how the role is held, which role, on what scope, through which team. */
 export const describeVia = (via: Via): string =>
@@ -33,8 +32,7 @@ const explain = Command.make(
       Flag.optional
     ),
     project: Flag.String("project").pipe(
-      Flag.withSchema(ProjectId),
-      Flag.withDescription("Decide project-scoped permissions within this project (prj_…)"),
+      Flag.withDescription("Decide project-scoped permissions within this project (prj_… or slug)"),
       Flag.optional
     ),
     allowed: Flag.Boolean("allowed").pipe(
@@ -44,14 +42,15 @@ const explain = Command.make(
   },
   Effect.fn("cpctl.access.explain")(function*({ workspace, subject, project, allowed }) {
     const { api } = yield* ControlPlaneClient
+    const projectId = Option.isSome(project)
+      ? Option.some(yield* resolveProject(workspace, project.value))
+      : Option.none()
     const access = yield* api.workspaces.effectiveAccess({
       params: { orgId: workspace },
-      query: { ...optionalKey("subjectId", subject), ...optionalKey("projectId", project) }
+      query: { ...optionalKey("subjectId", subject), ...optionalKey("projectId", projectId) }
     })
-    const shown = {
-      permissions: allowed ? access.permissions.filter((decision) => decision.allow) : access.permissions
-    }
-    yield* printResult(shown, ({ permissions }) => renderTable(decisionColumns, permissions))
+    const permissions = allowed ? access.permissions.filter((decision) => decision.allow) : access.permissions
+    yield* printList(permissions, null, { columns: decisionColumns, empty: "No permissions allowed.", command: [] })
   })
 ).pipe(Command.withDescription("Explain who may do what in a workspace, and why"), withClient)
 

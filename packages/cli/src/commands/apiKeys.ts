@@ -1,22 +1,23 @@
 /**
- * API key commands: `api-keys create <label> --workspace <ref> --role <role> [--project] [--expires-at]`,
- * `api-keys list --workspace <ref> [--project] [--limit] [--cursor]`, `api-keys revoke <id> --workspace <ref>`.
+ * API key commands, in the workspace of `-w` (or the default): `api-keys create <label> --role <role> [--project]
+ * [--expires-at]`, `api-keys list [--project] [--limit] [--cursor] [--all]`, `api-keys revoke <id> [--yes]`.
+ * `--project` takes an id or a slug.
  */
-import {
-  type ApiKey,
-  ApiKeyId,
-  ApiKeyLabel,
-  IsoTimestamp,
-  PageQuery,
-  ProjectId,
-  type RevokedApiKey,
-  Role
-} from "@cp/domain"
+import { type ApiKey, ApiKeyId, ApiKeyLabel, IsoTimestamp, type RevokedApiKey, Role } from "@cp/domain"
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { optionalKey } from "../options.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
+import {
+  confirm,
+  fetchRows,
+  flagWords,
+  optionalKey,
+  pageFlags,
+  resolveProject,
+  workspaceFlag as workspace,
+  yesFlag
+} from "../options.ts"
+import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
 const apiKeyColumns: Columns<ApiKey> = {
   id: (key) => key.id,
@@ -37,12 +38,14 @@ const revokedColumns: Columns<RevokedApiKey> = {
   revoked: (key) => key.revokedAt
 }
 
-const workspace = Flag.String("workspace").pipe(
-  Flag.withAlias("w"),
-  Flag.withDescription("Workspace id (org_…), reference (ws_…) or slug")
-)
+const project = Flag.String("project").pipe(Flag.optional)
 
-const project = Flag.String("project").pipe(Flag.withSchema(ProjectId), Flag.optional)
+/** The project id of an optional `--project` (id or slug). */
+const projectOf = (orgId: string, ref: Option.Option<string>) =>
+  Option.match(ref, {
+    onNone: () => Effect.succeedNone,
+    onSome: (ref) => Effect.asSome(resolveProject(orgId, ref))
+  })
 
 const create = Command.make(
   "create",
@@ -55,7 +58,7 @@ const create = Command.make(
     role: Flag.Literals("role", Role.literals).pipe(
       Flag.withDescription("A workspace role (owner, admin, builder, viewer, billing_admin) or a project role")
     ),
-    project: project.pipe(Flag.withDescription("The project of a project role (prj_…)")),
+    project: project.pipe(Flag.withDescription("The project of a project role (prj_… or slug)")),
     expiresAt: Flag.String("expires-at").pipe(
       Flag.withSchema(IsoTimestamp),
       Flag.withDescription("When the key stops working (ISO 8601, in the future); never when absent"),
@@ -64,11 +67,12 @@ const create = Command.make(
   },
   Effect.fn("cpctl.apiKeys.create")(function*({ label, workspace, role, project, expiresAt }) {
     const { api } = yield* ControlPlaneClient
-    const created = yield* api.apiKeys.create({
+    const projectId = yield* projectOf(workspace, project)
+    const { apiKey } = yield* api.apiKeys.create({
       params: { orgId: workspace },
-      payload: { label, role, ...optionalKey("projectId", project), ...optionalKey("expiresAt", expiresAt) }
+      payload: { label, role, ...optionalKey("projectId", projectId), ...optionalKey("expiresAt", expiresAt) }
     })
-    yield* printResult(created, ({ apiKey }) =>
+    yield* printResult(apiKey, (apiKey) =>
       [
         renderTable(apiKeyColumns, [apiKey]),
         "",
@@ -82,32 +86,33 @@ const list = Command.make(
   "list",
   {
     workspace,
-    project: project.pipe(Flag.withDescription("Only the keys of this project (prj_…)")),
-    limit: Flag.String("limit").pipe(
-      Flag.withSchema(PageQuery.limit.schema),
-      Flag.withDescription("Page size, 1 to 100 (server default 50)"),
-      Flag.optional
-    ),
-    cursor: Flag.String("cursor").pipe(Flag.withDescription("Continue after a previous page"), Flag.optional)
+    project: project.pipe(Flag.withDescription("Only the keys of this project (prj_… or slug)")),
+    ...pageFlags
   },
-  Effect.fn("cpctl.apiKeys.list")(function*({ workspace, project, limit, cursor }) {
+  Effect.fn("cpctl.apiKeys.list")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const page = yield* api.apiKeys.list({
-      params: { orgId: workspace },
-      query: { ...optionalKey("projectId", project), ...optionalKey("limit", limit), ...optionalKey("cursor", cursor) }
+    const projectId = yield* projectOf(flags.workspace, flags.project)
+    const { rows, next } = yield* fetchRows(flags, (query) =>
+      Effect.map(
+        api.apiKeys.list({
+          params: { orgId: flags.workspace },
+          query: { ...optionalKey("projectId", projectId), ...query }
+        }),
+        (page) => ({ rows: page.data.apiKeys, next: page.cursor })
+      ))
+    yield* printList(rows, next, {
+      columns: apiKeyColumns,
+      empty: "No API keys.",
+      command: [
+        "cpctl",
+        "api-keys",
+        "list",
+        "-w",
+        flags.workspace,
+        ...flagWords("--project", flags.project),
+        ...flagWords("--limit", flags.limit)
+      ]
     })
-    const nextPage = (next: string) =>
-      [
-        `More: cpctl api-keys list --workspace ${workspace}`,
-        ...Option.match(project, { onNone: () => [], onSome: (id) => [`--project ${id}`] }),
-        ...Option.match(limit, { onNone: () => [], onSome: (n) => [`--limit ${n}`] }),
-        `--cursor ${next}`
-      ].join(" ")
-    yield* printResult(
-      page,
-      ({ data, cursor }) =>
-        [renderTable(apiKeyColumns, data.apiKeys), ...(cursor === null ? [] : [nextPage(cursor)])].join("\n")
-    )
   })
 ).pipe(Command.withDescription("List a workspace's API keys (never their secrets)"), withClient)
 
@@ -115,14 +120,16 @@ const revoke = Command.make(
   "revoke",
   {
     id: Argument.String("id").pipe(Argument.withSchema(ApiKeyId), Argument.withDescription("The key's id (a UUID)")),
-    workspace
+    workspace,
+    yes: yesFlag
   },
-  Effect.fn("cpctl.apiKeys.revoke")(function*({ id, workspace }) {
+  Effect.fn("cpctl.apiKeys.revoke")(function*({ id, workspace, yes }) {
     const { api } = yield* ControlPlaneClient
-    const revoked = yield* api.apiKeys.revoke({ params: { orgId: workspace, apiKeyId: id } })
-    yield* printResult(revoked, ({ apiKey }) => renderTable(revokedColumns, [apiKey]))
+    yield* confirm(yes, `Revoke API key ${id}? It stops working at once, for good.`)
+    const { apiKey } = yield* api.apiKeys.revoke({ params: { orgId: workspace, apiKeyId: id } })
+    yield* printResult(apiKey, (apiKey) => renderTable(revokedColumns, [apiKey]))
   })
-).pipe(Command.withDescription("Revoke an API key; it stops working at once, for good"), withClient)
+).pipe(Command.withDescription("Revoke an API key; it stops working at once, for good (asks unless --yes)"), withClient)
 
 /** `cpctl api-keys`: create, list and revoke a workspace's API keys. */
 export const apiKeys = Command.make("api-keys").pipe(

@@ -1,13 +1,14 @@
 /**
- * Audit commands: `audit list <workspace>` with every filter of the audit API as a flag, and `--limit` / `--cursor`
+ * Audit commands: `audit list [-w <workspace>]` with every filter of the audit API as a flag, and `--limit` /
+ * `--cursor` / `--all`
  * paging. Filters are checked here with the domain's own schemas, so a malformed one never leaves the machine.
  */
-import { AuditActorType, AuditCategory, type AuditEntry, AuditInstant, AuditToken, PageQuery } from "@cp/domain"
+import { AuditActorType, AuditCategory, type AuditEntry, AuditInstant, AuditToken } from "@cp/domain"
 import { Effect } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+import { Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { optionalKey } from "../options.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
+import { fetchRows, optionalKey, pageFlags, workspaceFlag } from "../options.ts"
+import { type Columns, printList } from "../output.ts"
 
 const entryColumns: Columns<AuditEntry> = {
   occurred: (entry) => entry.occurredAt,
@@ -24,17 +25,10 @@ const tokenFlag = (name: string, description: string) =>
 const instantFlag = (name: string, description: string) =>
   Flag.String(name).pipe(Flag.withSchema(AuditInstant), Flag.withDescription(description), Flag.optional)
 
-/** A value as a shell word: bare when safe, else single-quoted. */
-const shellWord = (
-  value: string
-) => (/^[A-Za-z0-9_.:@/-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`)
-
 const list = Command.make(
   "list",
   {
-    workspace: Argument.String("workspace").pipe(
-      Argument.withDescription("Workspace id (org_…), reference (ws_…) or slug")
-    ),
+    workspace: workspaceFlag,
     category: Flag.String("category").pipe(
       Flag.withSchema(AuditCategory),
       Flag.withDescription("Only this category (api_keys, membership, billing, …)"),
@@ -50,15 +44,7 @@ const list = Command.make(
     eventType: tokenFlag("event-type", "Only this event type (e.g. member.role_changed)"),
     from: instantFlag("from", "Only entries at or after this instant (ISO 8601 with milliseconds)"),
     to: instantFlag("to", "Only entries at or before this instant (ISO 8601 with milliseconds)"),
-    limit: Flag.String("limit").pipe(
-      Flag.withSchema(PageQuery.limit.schema),
-      Flag.withDescription("Page size, 1 to 100 (server default 50)"),
-      Flag.optional
-    ),
-    cursor: Flag.String("cursor").pipe(
-      Flag.withDescription("Continue after a previous page (same filters)"),
-      Flag.optional
-    )
+    ...pageFlags
   },
   Effect.fn("cpctl.audit.list")(function*(flags) {
     const { api } = yield* ControlPlaneClient
@@ -72,27 +58,27 @@ const list = Command.make(
       ...optionalKey("from", flags.from),
       ...optionalKey("to", flags.to)
     }
-    const page = yield* api.audit.list({
-      params: { orgId: flags.workspace },
-      query: { ...filters, ...optionalKey("limit", flags.limit), ...optionalKey("cursor", flags.cursor) }
-    })
+    const { rows, next } = yield* fetchRows(flags, (query) =>
+      Effect.map(
+        api.audit.list({ params: { orgId: flags.workspace }, query: { ...filters, ...query } }),
+        (page) => ({ rows: page.data.auditEntries, next: page.cursor })
+      ))
     // The next page needs the same filters: the cursor is bound to them.
-    const nextPage = (cursor: string) =>
-      [
-        "More: cpctl audit list",
-        shellWord(flags.workspace),
-        ...Object.entries({ ...filters, ...optionalKey("limit", flags.limit) }).map(([key, value]) =>
-          `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} ${
-            shellWord(value instanceof Date ? value.toISOString() : String(value))
-          }`
-        ),
-        `--cursor ${cursor}`
-      ].join(" ")
-    yield* printResult(
-      page,
-      ({ data, cursor }) =>
-        [renderTable(entryColumns, data.auditEntries), ...(cursor === null ? [] : [nextPage(cursor)])].join("\n")
-    )
+    yield* printList(rows, next, {
+      columns: entryColumns,
+      empty: "No audit entries.",
+      command: [
+        "cpctl",
+        "audit",
+        "list",
+        "-w",
+        flags.workspace,
+        ...Object.entries({ ...filters, ...optionalKey("limit", flags.limit) }).flatMap(([key, value]) => [
+          `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`,
+          value instanceof Date ? value.toISOString() : String(value)
+        ])
+      ]
+    })
   })
 ).pipe(Command.withDescription("List a workspace's audit entries, newest first"), withClient)
 

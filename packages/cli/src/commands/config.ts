@@ -5,50 +5,52 @@
  * and `config resolve <key>` (the effective value with where it came from). A value that parses as JSON is sent as
  * that JSON; anything else is sent as a string.
  */
-import {
-  ConfigKey,
-  EnvironmentId,
-  ProjectId,
-  type ResolvedSetting,
-  type Setting,
-  SettingValueType,
-  SettingVisibility
-} from "@cp/domain"
+import { ConfigKey, type ResolvedSetting, type Setting, SettingValueType, SettingVisibility } from "@cp/domain"
 import { Effect, Option, type Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { belowWorkspaceFlags, optionalKey } from "../options.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
-import { workspaceFlag } from "./teams.ts"
+import { allRows, belowWorkspaceFlags, optionalKey, type ScopeFlags, scopeOf, workspaceFlag } from "../options.ts"
+import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
-const show = (value: Schema.Json, masked: boolean | undefined) => masked === true ? "(masked)" : JSON.stringify(value)
+/**
+ * A value as a table shows it. A masked setting shows `(masked)` unless `--reveal`; the server sends its value
+ * only to callers who may write it, so revealing it without that permission still shows nothing.
+ */
+const show = (value: Schema.Json, masked: boolean | undefined, reveal: boolean) =>
+  masked === true && (!reveal || value === null) ? "(masked)" : JSON.stringify(value)
 
-const settingColumns: Columns<Setting> = {
+const settingColumns = (reveal: boolean): Columns<Setting> => ({
   id: (setting) => setting.id,
   key: (setting) => setting.key,
-  value: (setting) => show(setting.value, setting.masked),
+  value: (setting) => show(setting.value, setting.masked, reveal),
   scope: (setting) => setting.scopeKind,
   updated: (setting) => setting.updatedAt
-}
+})
 
-const resolvedColumns: Columns<ResolvedSetting> = {
+const resolvedColumns = (reveal: boolean): Columns<ResolvedSetting> => ({
   key: (setting) => setting.key,
-  value: (setting) => show(setting.value, setting.masked),
+  value: (setting) => show(setting.value, setting.masked, reveal),
   from: (setting) => setting.inheritedFrom.scopeKind,
   overridable: (setting) => String(setting.overridable),
   id: (setting) => setting.id
-}
+})
 
-/** `--project` and `--environment`: the scope below the workspace (an environment needs its project). */
+/** A setting as `--json` prints it: a masked value stays `null` unless `--reveal`. */
+const masking = <S extends { readonly value: Schema.Json; readonly masked?: true }>(setting: S, reveal: boolean): S =>
+  setting.masked === true && !reveal ? { ...setting, value: null } : setting
+
+const revealFlag = Flag.Boolean("reveal").pipe(
+  Flag.withDescription("Show masked values (only a caller who may write the setting receives them)"),
+  Flag.withDefault(false)
+)
+
+/** The workspace, `--project` and `--environment` (ids or slugs): the scope a command works at. */
 export const scopeFlags = {
   workspace: workspaceFlag,
-  ...belowWorkspaceFlags("Project scope (prj_…)", "Environment scope (env_…); needs --project")
-}
-
-export interface ScopeFlags {
-  readonly workspace: string
-  readonly project: Option.Option<ProjectId>
-  readonly environment: Option.Option<EnvironmentId>
+  ...belowWorkspaceFlags(
+    "Project scope (prj_… or slug)",
+    "Environment scope (env_… or slug); needs --project"
+  )
 }
 
 /**
@@ -57,21 +59,24 @@ export interface ScopeFlags {
  */
 export const scopedApi = Effect.fnUntraced(function*(flags: ScopeFlags) {
   const { api } = yield* ControlPlaneClient
-  const orgId = flags.workspace
-  if (Option.isSome(flags.environment)) {
-    if (Option.isNone(flags.project)) return yield* Effect.die(new Error("--environment needs --project"))
-    return {
-      group: api.environmentConfiguration as unknown as typeof api.configuration,
-      params: { orgId, projectId: flags.project.value, environmentId: flags.environment.value } as { orgId: string }
-    }
+  const scope = yield* scopeOf(flags)
+  const { orgId } = scope
+  switch (scope.kind) {
+    case "environment":
+      return {
+        scope,
+        group: api.environmentConfiguration as unknown as typeof api.configuration,
+        params: { orgId, projectId: scope.projectId, environmentId: scope.environmentId } as { orgId: string }
+      }
+    case "project":
+      return {
+        scope,
+        group: api.projectConfiguration as unknown as typeof api.configuration,
+        params: { orgId, projectId: scope.projectId } as { orgId: string }
+      }
+    case "organization":
+      return { scope, group: api.configuration, params: { orgId } }
   }
-  if (Option.isSome(flags.project)) {
-    return {
-      group: api.projectConfiguration as unknown as typeof api.configuration,
-      params: { orgId, projectId: flags.project.value } as { orgId: string }
-    }
-  }
-  return { group: api.configuration, params: { orgId } }
 })
 
 /** A command-line value: JSON when it parses, else the string itself. */
@@ -85,20 +90,31 @@ export const parseValue = (text: string): Schema.Json => {
 
 const keyArgument = Argument.String("key").pipe(Argument.withSchema(ConfigKey), Argument.withDescription("Setting key"))
 
+/** Every setting defined at exactly one scope. */
+const settingsAt = (group: Effect.Success<ReturnType<typeof scopedApi>>) =>
+  allRows((query) =>
+    Effect.map(
+      group.group.listSettings({ params: group.params, query }),
+      (page) => ({ rows: page.data.settings, next: page.cursor })
+    )
+  )
+
 const get = Command.make(
   "get",
   {
     ...scopeFlags,
-    key: Argument.String("key").pipe(Argument.withDescription("Only this key"), Argument.optional)
+    key: Argument.String("key").pipe(Argument.withDescription("Only this key"), Argument.optional),
+    reveal: revealFlag
   },
   Effect.fn("cpctl.config.get")(function*(flags) {
-    const { group, params } = yield* scopedApi(flags)
-    const page = yield* group.listSettings({ params, query: { limit: 100 } })
-    const settings = Option.match(flags.key, {
-      onNone: () => page.data.settings,
-      onSome: (key) => page.data.settings.filter((setting) => setting.key === key)
+    const settings = (yield* settingsAt(yield* scopedApi(flags)))
+      .filter((setting) => Option.match(flags.key, { onNone: () => true, onSome: (key) => setting.key === key }))
+      .map((setting) => masking(setting, flags.reveal))
+    yield* printList(settings, null, {
+      columns: settingColumns(flags.reveal),
+      empty: "No settings at this scope.",
+      command: []
     })
-    yield* printResult({ settings }, ({ settings }) => renderTable(settingColumns, settings))
   })
 ).pipe(Command.withDescription("Show the settings defined at exactly one scope"), withClient)
 
@@ -123,7 +139,8 @@ const set = Command.make(
     )
   },
   Effect.fn("cpctl.config.set")(function*(flags) {
-    const { group, params } = yield* scopedApi(flags)
+    const scoped = yield* scopedApi(flags)
+    const { group, params } = scoped
     const value = parseValue(flags.value)
     const declared = {
       ...optionalKey("valueType", flags.type),
@@ -131,22 +148,24 @@ const set = Command.make(
       ...optionalKey("description", flags.description),
       ...optionalKey("overridable", Option.map(flags.locked, (locked) => !locked))
     }
-    const existing = (yield* group.listSettings({ params, query: { limit: 100 } })).data.settings
-      .find((setting) => setting.key === flags.key)
-    const result = existing === undefined
+    const existing = (yield* settingsAt(scoped)).find((setting) => setting.key === flags.key)
+    const { setting } = existing === undefined
       ? yield* group.createSetting({ params, payload: { key: flags.key, value, ...declared } })
       : yield* group.updateSetting({ params: { ...params, settingId: existing.id }, payload: { value, ...declared } })
-    yield* printResult(result, ({ setting }) => renderTable(settingColumns, [setting]))
+    yield* printResult(setting, (setting) => renderTable(settingColumns(true), [setting]))
   })
 ).pipe(Command.withDescription("Create or update a setting at one scope"), withClient)
 
 const resolve = Command.make(
   "resolve",
-  { ...scopeFlags, key: keyArgument },
+  { ...scopeFlags, key: keyArgument, reveal: revealFlag },
   Effect.fn("cpctl.config.resolve")(function*(flags) {
     const { group, params } = yield* scopedApi(flags)
-    const resolved = yield* group.resolveSetting({ params, query: { key: flags.key } })
-    yield* printResult(resolved, ({ setting }) => renderTable(resolvedColumns, [setting]))
+    const { setting } = yield* group.resolveSetting({ params, query: { key: flags.key } })
+    yield* printResult(
+      masking(setting, flags.reveal),
+      (setting) => renderTable(resolvedColumns(flags.reveal), [setting])
+    )
   })
 ).pipe(
   Command.withDescription("Resolve a key: environment, project, workspace, account, then the built-in default"),

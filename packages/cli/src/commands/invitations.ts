@@ -1,7 +1,8 @@
 /**
- * Invitation commands: `invitations create <email> --role <role> --workspace <ref>`, `invitations list --workspace
- * <ref> [--status] [--limit] [--cursor]`, `invitations revoke <invitationId> --workspace <ref>`, `invitations mine`,
- * and `invitations accept <invitationId>` or `invitations accept --workspace <ref> --token <token>`.
+ * Invitation commands, in the workspace of `-w` (or the default): `invitations create <email> --role <role>`,
+ * `invitations list [--status] [--limit] [--cursor] [--all]`, `invitations revoke <invitationId> [--yes]`,
+ * `invitations mine`, and `invitations accept <invitationId>` or
+ * `invitations accept --workspace <ref> --token <token>`.
  */
 import {
   type AcceptedInvitation,
@@ -10,16 +11,14 @@ import {
   InvitationStatus,
   InvitationToken,
   type MyInvitation,
-  PageQuery,
   WorkspaceRole
 } from "@cp/domain"
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { CliFailure } from "../errors.ts"
-import { optionalKey } from "../options.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
-import { workspaceFlag } from "./members.ts"
+import { usageError } from "../errors.ts"
+import { confirm, fetchRows, flagWords, optionalKey, pageFlags, workspaceFlag, yesFlag } from "../options.ts"
+import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
 const invitationColumns: Columns<Invitation> = {
   id: (invitation) => invitation.id,
@@ -38,25 +37,10 @@ const myInvitationColumns: Columns<MyInvitation> = {
   expires: (invitation) => invitation.expiresAt
 }
 
-const limitFlag = Flag.String("limit").pipe(
-  Flag.withSchema(PageQuery.limit.schema),
-  Flag.withDescription("Page size, 1 to 100 (server default 50)"),
-  Flag.optional
-)
-const cursorFlag = Flag.String("cursor").pipe(Flag.withDescription("Continue after a previous page"), Flag.optional)
-
 const invitationId = Argument.String("invitation").pipe(
   Argument.withSchema(InvitationId),
   Argument.withDescription("The invitation's id (inv_…)")
 )
-
-/** The command that prints the next page. */
-const more = (command: string, limit: Option.Option<number>, cursor: string) =>
-  [
-    `More: cpctl ${command}`,
-    ...Option.match(limit, { onNone: () => [], onSome: (n) => [`--limit ${n}`] }),
-    `--cursor ${cursor}`
-  ].join(" ")
 
 const create = Command.make(
   "create",
@@ -69,8 +53,11 @@ const create = Command.make(
   },
   Effect.fn("cpctl.invitations.create")(function*({ email, role, workspace }) {
     const { api } = yield* ControlPlaneClient
-    const created = yield* api.invitations.create({ params: { orgId: workspace }, payload: { email, role } })
-    yield* printResult(created, ({ invitation, delivery }) =>
+    const { invitation, delivery } = yield* api.invitations.create({
+      params: { orgId: workspace },
+      payload: { email, role }
+    })
+    yield* printResult({ ...invitation, ...optionalKey("delivery", Option.fromNullishOr(delivery)) }, () =>
       [
         renderTable(invitationColumns, [invitation]),
         "",
@@ -88,25 +75,31 @@ const list = Command.make(
       Flag.withDescription("Only invitations in this state (pending, accepted, revoked, expired)"),
       Flag.optional
     ),
-    limit: limitFlag,
-    cursor: cursorFlag
+    ...pageFlags
   },
-  Effect.fn("cpctl.invitations.list")(function*({ workspace, status, limit, cursor }) {
+  Effect.fn("cpctl.invitations.list")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const page = yield* api.invitations.list({
-      params: { orgId: workspace },
-      query: { ...optionalKey("status", status), ...optionalKey("limit", limit), ...optionalKey("cursor", cursor) }
+    const { rows, next } = yield* fetchRows(flags, (query) =>
+      Effect.map(
+        api.invitations.list({
+          params: { orgId: flags.workspace },
+          query: { ...optionalKey("status", flags.status), ...query }
+        }),
+        (page) => ({ rows: page.data.invitations, next: page.cursor })
+      ))
+    yield* printList(rows, next, {
+      columns: invitationColumns,
+      empty: "No invitations.",
+      command: [
+        "cpctl",
+        "invitations",
+        "list",
+        "-w",
+        flags.workspace,
+        ...flagWords("--status", flags.status),
+        ...flagWords("--limit", flags.limit)
+      ]
     })
-    const command = [
-      `invitations list --workspace ${workspace}`,
-      ...Option.match(status, { onNone: () => [], onSome: (s) => [`--status ${s}`] })
-    ].join(" ")
-    yield* printResult(
-      page,
-      ({ data, cursor }) =>
-        [renderTable(invitationColumns, data.invitations), ...(cursor === null ? [] : [more(command, limit, cursor)])]
-          .join("\n")
-    )
   })
 ).pipe(Command.withDescription("List a workspace's invitations, newest first"), withClient)
 
@@ -114,31 +107,34 @@ const revoke = Command.make(
   "revoke",
   {
     invitation: invitationId,
-    workspace: workspaceFlag
+    workspace: workspaceFlag,
+    yes: yesFlag
   },
-  Effect.fn("cpctl.invitations.revoke")(function*({ invitation, workspace }) {
+  Effect.fn("cpctl.invitations.revoke")(function*({ invitation, workspace, yes }) {
     const { api } = yield* ControlPlaneClient
+    yield* confirm(yes, `Revoke invitation ${invitation}? Its token stops working.`)
     const revoked = yield* api.invitations.revoke({ params: { orgId: workspace, invitationId: invitation } })
-    yield* printResult(revoked, ({ invitation }) => renderTable(invitationColumns, [invitation]))
+    yield* printResult(revoked.invitation, (invitation) => renderTable(invitationColumns, [invitation]))
   })
 ).pipe(Command.withDescription("Revoke a pending invitation"), withClient)
 
 const mine = Command.make(
   "mine",
   {
-    limit: limitFlag,
-    cursor: cursorFlag
+    ...pageFlags
   },
-  Effect.fn("cpctl.invitations.mine")(function*({ limit, cursor }) {
+  Effect.fn("cpctl.invitations.mine")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const page = yield* api.invitations.mine({
-      query: { ...optionalKey("limit", limit), ...optionalKey("cursor", cursor) }
+    const { rows, next } = yield* fetchRows(
+      flags,
+      (query) =>
+        Effect.map(api.invitations.mine({ query }), (page) => ({ rows: page.data.invitations, next: page.cursor }))
+    )
+    yield* printList(rows, next, {
+      columns: myInvitationColumns,
+      empty: "No pending invitations.",
+      command: ["cpctl", "invitations", "mine", ...flagWords("--limit", flags.limit)]
     })
-    yield* printResult(page, ({ data, cursor }) =>
-      [
-        renderTable(myInvitationColumns, data.invitations),
-        ...(cursor === null ? [] : [more("invitations mine", limit, cursor)])
-      ].join("\n"))
   })
 ).pipe(Command.withDescription("List the pending invitations addressed to you"), withClient)
 
@@ -146,7 +142,11 @@ const accept = Command.make(
   "accept",
   {
     invitation: invitationId.pipe(Argument.optional),
-    workspace: workspaceFlag.pipe(Flag.optional),
+    workspace: Flag.String("workspace").pipe(
+      Flag.withAlias("w"),
+      Flag.withDescription("The workspace the --token is for (id, ws_… reference or slug)"),
+      Flag.optional
+    ),
     token: Flag.String("token").pipe(
       Flag.withSchema(InvitationToken),
       Flag.withDescription("The token from the invitation email (with --workspace)"),
@@ -169,10 +169,10 @@ const accept = Command.make(
         yield* api.invitations.accept({ params: { orgId: workspace.value }, payload: { token: token.value } })
       )
     }
-    return yield* new CliFailure({
-      code: "invalid_flags",
-      message: "give either an invitation id (see `cpctl invitations mine`) or --workspace with --token"
-    })
+    return yield* usageError(
+      "give either an invitation id (see `cpctl invitations mine`) or --workspace with --token",
+      "invalid_flags"
+    )
   })
 ).pipe(Command.withDescription("Accept an invitation addressed to you"), withClient)
 

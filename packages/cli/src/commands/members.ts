@@ -1,13 +1,15 @@
 /**
- * Member commands: `members list --workspace <ref> [--limit] [--cursor]`, `members set-role <memberId> <role>
- * --workspace <ref>`, `members remove <memberId> --workspace <ref>`.
+ * Member commands, in the workspace of `-w` (or the default): `members list [--limit] [--cursor] [--all]`,
+ * `members set-role <memberId> <role>`, `members remove <memberId> [--yes]`.
  */
-import { type Member, MemberId, PageQuery, WorkspaceRole } from "@cp/domain"
-import { Effect, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+import { type Member, MemberId, WorkspaceRole } from "@cp/domain"
+import { Effect } from "effect"
+import { Argument, Command } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { optionalKey } from "../options.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
+import { confirm, fetchRows, flagWords, pageFlags, workspaceFlag, yesFlag } from "../options.ts"
+import { type Columns, printList, printResult, renderTable } from "../output.ts"
+
+export { workspaceFlag }
 
 export const memberColumns: Columns<Member> = {
   id: (member) => member.id,
@@ -20,11 +22,6 @@ export const memberColumns: Columns<Member> = {
   joined: (member) => member.joinedAt
 }
 
-export const workspaceFlag = Flag.String("workspace").pipe(
-  Flag.withAlias("w"),
-  Flag.withDescription("Workspace id (org_…), reference (ws_…) or slug")
-)
-
 const memberId = Argument.String("member").pipe(
   Argument.withSchema(MemberId),
   Argument.withDescription("The member's id (mem_…)")
@@ -32,32 +29,26 @@ const memberId = Argument.String("member").pipe(
 
 const list = Command.make(
   "list",
-  {
-    workspace: workspaceFlag,
-    limit: Flag.String("limit").pipe(
-      Flag.withSchema(PageQuery.limit.schema),
-      Flag.withDescription("Page size, 1 to 100 (server default 50)"),
-      Flag.optional
-    ),
-    cursor: Flag.String("cursor").pipe(Flag.withDescription("Continue after a previous page"), Flag.optional)
-  },
-  Effect.fn("cpctl.members.list")(function*({ workspace, limit, cursor }) {
+  { workspace: workspaceFlag, ...pageFlags },
+  Effect.fn("cpctl.members.list")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const page = yield* api.members.list({
-      params: { orgId: workspace },
-      query: { ...optionalKey("limit", limit), ...optionalKey("cursor", cursor) }
+    const { rows, next } = yield* fetchRows(flags, (query) =>
+      Effect.map(
+        api.members.list({ params: { orgId: flags.workspace }, query }),
+        (page) => ({ rows: page.data.members, next: page.cursor })
+      ))
+    yield* printList(rows, next, {
+      columns: memberColumns,
+      empty: "No members.",
+      command: [
+        "cpctl",
+        "members",
+        "list",
+        "-w",
+        flags.workspace,
+        ...flagWords("--limit", flags.limit)
+      ]
     })
-    const nextPage = (next: string) =>
-      [
-        `More: cpctl members list --workspace ${workspace}`,
-        ...Option.match(limit, { onNone: () => [], onSome: (n) => [`--limit ${n}`] }),
-        `--cursor ${next}`
-      ].join(" ")
-    yield* printResult(
-      page,
-      ({ data, cursor }) =>
-        [renderTable(memberColumns, data.members), ...(cursor === null ? [] : [nextPage(cursor)])].join("\n")
-    )
   })
 ).pipe(Command.withDescription("List a workspace's members and their roles"), withClient)
 
@@ -73,7 +64,7 @@ const setRole = Command.make(
   Effect.fn("cpctl.members.setRole")(function*({ member, role, workspace }) {
     const { api } = yield* ControlPlaneClient
     const updated = yield* api.members.updateRole({ params: { orgId: workspace, memberId: member }, payload: { role } })
-    yield* printResult(updated, ({ member }) => renderTable(memberColumns, [member]))
+    yield* printResult(updated.member, (member) => renderTable(memberColumns, [member]))
   })
 ).pipe(Command.withDescription("Make a role the member's only workspace role"), withClient)
 
@@ -81,14 +72,19 @@ const remove = Command.make(
   "remove",
   {
     member: memberId,
-    workspace: workspaceFlag
+    workspace: workspaceFlag,
+    yes: yesFlag
   },
-  Effect.fn("cpctl.members.remove")(function*({ member, workspace }) {
+  Effect.fn("cpctl.members.remove")(function*({ member, workspace, yes }) {
     const { api } = yield* ControlPlaneClient
+    yield* confirm(yes, `Remove member ${member} and every role it holds in ${workspace}?`)
     const removed = yield* api.members.remove({ params: { orgId: workspace, memberId: member } })
     yield* printResult(removed, () => `Removed ${member} from ${workspace}.`)
   })
-).pipe(Command.withDescription("Remove a member and every role it holds in the workspace"), withClient)
+).pipe(
+  Command.withDescription("Remove a member and every role it holds in the workspace (asks unless --yes)"),
+  withClient
+)
 
 /** `cpctl members`: list members, change a member's role, remove a member. */
 export const members = Command.make("members").pipe(

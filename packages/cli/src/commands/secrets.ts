@@ -1,21 +1,34 @@
 /**
- * Secret commands, all with `--workspace <ref>` and, for a project or environment scope, `--project` and
- * `--environment`: `secrets list [--all]`, `secrets set <KEY> [--display-name]`, `secrets rotate <secret>` and
- * `secrets delete <secret>`. `set` and `rotate` read the value from stdin (a pipe or a file) or, on a terminal, from
- * a hidden prompt — never from the command line, where it would land in shell history and process listings.
+ * Secret commands, all with the workspace and, for a project or environment scope, `--project` and `--environment`
+ * (ids or slugs): `secrets list [--all-scopes] [--all]`, `secrets set <KEY> [--display-name]`, `secrets rotate
+ * <secret>` and `secrets delete <secret> [--yes]`; a secret given by id needs no scope flags (its scope is looked
+ * up). `set` and `rotate` read the value from stdin (a pipe or a file) or, on a terminal, from a hidden prompt —
+ * never from the command line, where it would land in shell history and process listings.
  */
-import { EnvironmentId, PageQuery, ProjectId, type Secret, SecretId, SecretKey } from "@cp/domain"
+import { type Secret, SecretId, SecretKey } from "@cp/domain"
 import { Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag, Prompt, TerminalCapabilities } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { CliFailure } from "../errors.ts"
-import { belowWorkspaceFlags, optionalKey } from "../options.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
-import { workspaceFlag } from "./teams.ts"
+import {
+  allRows,
+  belowWorkspaceFlags,
+  confirm,
+  fetchRows,
+  flagWords,
+  pageFlags,
+  type Scope,
+  type ScopeFlags,
+  scopeOf,
+  workspaceFlag,
+  yesFlag
+} from "../options.ts"
+import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
 const secretColumns: Columns<Secret> = {
   id: (secret) => secret.id,
   key: (secret) => secret.secretKey,
+  name: (secret) => secret.displayName,
   scope: (secret) => secret.scopeKind,
   project: (secret) => secret.projectId,
   environment: (secret) => secret.environmentId,
@@ -27,43 +40,9 @@ const secretColumns: Columns<Secret> = {
 const scopeFlags = {
   workspace: workspaceFlag,
   ...belowWorkspaceFlags(
-    "Project id (prj_…): the project scope, or the project of --environment",
-    "Environment id (env_…): the environment scope (needs --project)"
+    "Project (prj_… or slug): the project scope, or the project of --environment",
+    "Environment (env_… or slug): the environment scope (needs --project)"
   )
-}
-
-type ScopeFlags = {
-  readonly workspace: string
-  readonly project: Option.Option<ProjectId>
-  readonly environment: Option.Option<EnvironmentId>
-}
-
-type Scope =
-  | { readonly kind: "organization"; readonly orgId: string }
-  | { readonly kind: "project"; readonly orgId: string; readonly projectId: ProjectId }
-  | {
-    readonly kind: "environment"
-    readonly orgId: string
-    readonly projectId: ProjectId
-    readonly environmentId: EnvironmentId
-  }
-
-const scopeOf = (flags: ScopeFlags): Effect.Effect<Scope, CliFailure> => {
-  if (Option.isSome(flags.environment)) {
-    if (Option.isNone(flags.project)) {
-      return Effect.fail(new CliFailure({ code: "input_required", message: "--environment needs --project" }))
-    }
-    return Effect.succeed({
-      kind: "environment",
-      orgId: flags.workspace,
-      projectId: flags.project.value,
-      environmentId: flags.environment.value
-    })
-  }
-  if (Option.isSome(flags.project)) {
-    return Effect.succeed({ kind: "project", orgId: flags.workspace, projectId: flags.project.value })
-  }
-  return Effect.succeed({ kind: "organization", orgId: flags.workspace })
 }
 
 /** Everything on stdin, less one trailing newline (what `echo` and most editors add). */
@@ -90,40 +69,69 @@ const readValue = Effect.gen(function*() {
 
 const secretArgument = Argument.String("secret").pipe(
   Argument.withSchema(SecretId),
-  Argument.withDescription("The secret's id (sec_…)")
+  Argument.withDescription("The secret's id (sec_…); its scope is looked up when no --project is given")
 )
+
+/** The scope a secret given by id lives at: the flags' scope, or without `--project` the one the listing shows. */
+const scopeOfSecret = Effect.fnUntraced(function*(flags: ScopeFlags & { readonly secret: SecretId }) {
+  if (Option.isSome(flags.project)) return yield* scopeOf(flags)
+  const { api } = yield* ControlPlaneClient
+  const orgId = flags.workspace
+  const secrets = yield* allRows((query) =>
+    Effect.map(
+      api.secrets.list({ params: { orgId }, query: { ...query, scope: "all" } }),
+      (page) => ({ rows: page.data.secrets, next: page.cursor })
+    )
+  )
+  const secret = secrets.find((secret) => secret.id === flags.secret)
+  if (secret === undefined) {
+    return yield* new CliFailure({ code: "not_found", message: `No secret ${flags.secret} in the workspace` })
+  }
+  const scope: Scope = secret.environmentId !== null && secret.projectId !== null
+    ? { kind: "environment", orgId, projectId: secret.projectId, environmentId: secret.environmentId }
+    : secret.projectId !== null
+    ? { kind: "project", orgId, projectId: secret.projectId }
+    : { kind: "organization", orgId }
+  return scope
+})
 
 const list = Command.make(
   "list",
   {
     ...scopeFlags,
-    all: Flag.Boolean("all").pipe(
-      Flag.withDescription("At workspace scope: list workspace, project and environment secrets together")
+    allScopes: Flag.Boolean("all-scopes").pipe(
+      Flag.withDescription("At workspace scope: list workspace, project and environment secrets together"),
+      Flag.withDefault(false)
     ),
-    limit: Flag.String("limit").pipe(
-      Flag.withSchema(PageQuery.limit.schema),
-      Flag.withDescription("Page size, 1 to 100"),
-      Flag.optional
-    ),
-    cursor: Flag.String("cursor").pipe(Flag.withDescription("Continue after a previous page"), Flag.optional)
+    ...pageFlags
   },
   Effect.fn("cpctl.secrets.list")(function*(flags) {
     const { api } = yield* ControlPlaneClient
     const scope = yield* scopeOf(flags)
-    const query = {
-      ...optionalKey("limit", flags.limit),
-      ...optionalKey("cursor", flags.cursor),
-      ...(flags.all ? { scope: "all" } : {})
-    }
-    const page = scope.kind === "organization"
-      ? yield* api.secrets.list({ params: { orgId: scope.orgId }, query })
-      : scope.kind === "project"
-      ? yield* api.projectSecrets.list({ params: { orgId: scope.orgId, projectId: scope.projectId }, query })
-      : yield* api.environmentSecrets.list({ params: scope, query })
-    yield* printResult(page, ({ data, cursor }) =>
-      cursor === null
-        ? renderTable(secretColumns, data.secrets)
-        : `${renderTable(secretColumns, data.secrets)}\nMore: --cursor ${cursor}`)
+    const { rows, next } = yield* fetchRows(flags, (page) => {
+      const query = { ...page, ...(flags.allScopes ? { scope: "all" } : {}) }
+      const listed = scope.kind === "organization"
+        ? api.secrets.list({ params: { orgId: scope.orgId }, query })
+        : scope.kind === "project"
+        ? api.projectSecrets.list({ params: { orgId: scope.orgId, projectId: scope.projectId }, query })
+        : api.environmentSecrets.list({ params: scope, query })
+      return Effect.map(listed, (page) => ({ rows: page.data.secrets, next: page.cursor }))
+    })
+    yield* printList(rows, next, {
+      columns: secretColumns,
+      empty: "No secrets.",
+      command: [
+        "cpctl",
+        "secrets",
+        "list",
+        "-w",
+        flags.workspace,
+        ...flagWords("--project", flags.project),
+        ...flagWords("--environment", flags.environment),
+        ...(flags.allScopes ? ["--all-scopes"] : []),
+        ...flagWords("--limit", flags.limit)
+      ]
+    })
   })
 ).pipe(Command.withDescription("List secrets (metadata only; values are never shown)"), withClient)
 
@@ -148,12 +156,12 @@ const set = Command.make(
       value: yield* readValue,
       displayName: Option.getOrElse(flags.displayName, () => flags.key)
     }
-    const created = scope.kind === "organization"
+    const { secret } = scope.kind === "organization"
       ? yield* api.secrets.create({ params: { orgId: scope.orgId }, payload })
       : scope.kind === "project"
       ? yield* api.projectSecrets.create({ params: { orgId: scope.orgId, projectId: scope.projectId }, payload })
       : yield* api.environmentSecrets.create({ params: scope, payload })
-    yield* printResult(created, ({ secret }) => renderTable(secretColumns, [secret]))
+    yield* printResult(secret, (secret) => renderTable(secretColumns, [secret]))
   })
 ).pipe(Command.withDescription("Create a secret; the value is read from stdin or a hidden prompt"), withClient)
 
@@ -162,9 +170,9 @@ const rotate = Command.make(
   { ...scopeFlags, secret: secretArgument },
   Effect.fn("cpctl.secrets.rotate")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const scope = yield* scopeOf(flags)
+    const scope = yield* scopeOfSecret(flags)
     const payload = { value: yield* readValue }
-    const rotated = scope.kind === "organization"
+    const { secret } = scope.kind === "organization"
       ? yield* api.secrets.rotate({ params: { orgId: scope.orgId, secretId: flags.secret }, payload })
       : scope.kind === "project"
       ? yield* api.projectSecrets.rotate({
@@ -172,27 +180,29 @@ const rotate = Command.make(
         payload
       })
       : yield* api.environmentSecrets.rotate({ params: { ...scope, secretId: flags.secret }, payload })
-    yield* printResult(rotated, ({ secret }) => renderTable(secretColumns, [secret]))
+    yield* printResult(secret, (secret) => renderTable(secretColumns, [secret]))
   })
 ).pipe(Command.withDescription("Store a new value; the value is read from stdin or a hidden prompt"), withClient)
 
 const remove = Command.make(
   "delete",
-  { ...scopeFlags, secret: secretArgument },
+  { ...scopeFlags, secret: secretArgument, yes: yesFlag },
   Effect.fn("cpctl.secrets.delete")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const scope = yield* scopeOf(flags)
-    const revoked = scope.kind === "organization"
+    const scope = yield* scopeOfSecret(flags)
+    yield* confirm(flags.yes, `Revoke secret ${flags.secret}? Whatever reads it stops working.`)
+    const { secret } = scope.kind === "organization"
       ? yield* api.secrets.revoke({ params: { orgId: scope.orgId, secretId: flags.secret } })
       : scope.kind === "project"
       ? yield* api.projectSecrets.revoke({
         params: { orgId: scope.orgId, projectId: scope.projectId, secretId: flags.secret }
       })
       : yield* api.environmentSecrets.revoke({ params: { ...scope, secretId: flags.secret } })
-    yield* printResult(revoked, ({ secret }) => `Revoked secret ${secret.id} (${secret.secretKey}).`)
+    yield* printResult(secret, (secret) => `Revoked secret ${secret.id} (${secret.secretKey}).`)
   })
-).pipe(Command.withDescription("Revoke a secret"), withClient)
+).pipe(Command.withDescription("Revoke a secret (asks first unless --yes)"), withClient)
 
+/** `cpctl secrets`: write-only secrets. */
 export const secrets = Command.make("secrets").pipe(
   Command.withDescription("Write-only secrets at workspace, project or environment scope"),
   Command.withSubcommands([list, set, rotate, remove])

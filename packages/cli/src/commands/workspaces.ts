@@ -1,10 +1,15 @@
-/** Workspace commands: `workspaces list`, `workspaces create <name> [--slug]`, `workspaces get <ref>`. */
-import { Name, type Organization, PageQuery, Slug } from "@cp/domain"
+/**
+ * Workspace commands: `workspaces list [--all]`, `workspaces create <name> [--slug]`, `workspaces get [ref]` and
+ * `workspaces use <ref>`, which makes a workspace the default of every workspace command (stored in `config.json`
+ * beside the credentials; `-w` and `CP_WORKSPACE` still win).
+ */
+import { Name, type Organization, Slug } from "@cp/domain"
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
-import { optionalKey } from "../options.ts"
-import { type Columns, printResult, renderTable } from "../output.ts"
+import { DefaultsStore } from "../credentials.ts"
+import { defaultWorkspace, fetchRows, flagWords, optionalKey, pageFlags } from "../options.ts"
+import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
 const organizationColumns: Columns<Organization> = {
   id: (organization) => organization.id,
@@ -17,33 +22,24 @@ const organizationColumns: Columns<Organization> = {
 
 const list = Command.make(
   "list",
-  {
-    limit: Flag.String("limit").pipe(
-      Flag.withSchema(PageQuery.limit.schema),
-      Flag.withDescription("Page size, 1 to 100 (server default 50)"),
-      Flag.optional
-    ),
-    cursor: Flag.String("cursor").pipe(Flag.withDescription("Continue after a previous page"), Flag.optional)
-  },
-  Effect.fn("cpctl.workspaces.list")(function*({ limit, cursor }) {
+  pageFlags,
+  Effect.fn("cpctl.workspaces.list")(function*(flags) {
     const { api } = yield* ControlPlaneClient
-    const page = yield* api.workspaces.list({
-      query: { ...optionalKey("limit", limit), ...optionalKey("cursor", cursor) }
-    })
-    const nextPage = (cursor: string) =>
-      [
-        "More: cpctl workspaces list",
-        ...Option.match(limit, { onNone: () => [], onSome: (n) => [`--limit ${n}`] }),
-        `--cursor ${cursor}`
-      ]
-        .join(" ")
-    yield* printResult(
-      page,
-      ({ data, cursor }) =>
-        [renderTable(organizationColumns, data.organizations), ...(cursor === null ? [] : [nextPage(cursor)])].join(
-          "\n"
-        )
+    const { rows, next } = yield* fetchRows(
+      flags,
+      (query) =>
+        Effect.map(api.workspaces.list({ query }), (page) => ({ rows: page.data.organizations, next: page.cursor }))
     )
+    yield* printList(rows, next, {
+      columns: organizationColumns,
+      empty: "No workspaces: create one with `cpctl workspaces create <name>`.",
+      command: [
+        "cpctl",
+        "workspaces",
+        "list",
+        ...flagWords("--limit", flags.limit)
+      ]
+    })
   })
 ).pipe(Command.withDescription("List the workspaces you belong to"), withClient)
 
@@ -59,31 +55,58 @@ const create = Command.make(
   },
   Effect.fn("cpctl.workspaces.create")(function*({ name, slug }) {
     const { api } = yield* ControlPlaneClient
-    const created = yield* api.workspaces.create({
+    const { organization, membership } = yield* api.workspaces.create({
       payload: { name, ...optionalKey("slug", slug) }
     })
     yield* printResult(
-      created,
-      ({ organization, membership }) =>
-        renderTable({ ...organizationColumns, role: () => membership.role }, [organization])
+      organization,
+      (organization) => renderTable({ ...organizationColumns, role: () => membership.role }, [organization])
     )
   })
 ).pipe(Command.withDescription("Create a workspace; you become its owner"), withClient)
 
+const refArgument = Argument.String("ref").pipe(
+  Argument.withDescription("Workspace id (org_…), reference (ws_…) or slug")
+)
+
 const get = Command.make(
   "get",
   {
-    ref: Argument.String("ref").pipe(Argument.withDescription("Workspace id (org_…), reference (ws_…) or slug"))
+    ref: refArgument.pipe(Argument.optional),
+    workspace: Flag.String("workspace").pipe(
+      Flag.withAlias("w"),
+      Flag.withDescription("The workspace, as with every workspace command (the same as the ref argument)"),
+      Flag.optional
+    )
   },
-  Effect.fn("cpctl.workspaces.get")(function*({ ref }) {
+  Effect.fn("cpctl.workspaces.get")(function*({ ref, workspace }) {
     const { api } = yield* ControlPlaneClient
-    const found = yield* api.workspaces.get({ params: { orgId: ref } })
-    yield* printResult(found, ({ organization }) => renderTable(organizationColumns, [organization]))
+    const given = Option.orElse(ref, () => workspace)
+    const orgId = Option.isSome(given) ? given.value : yield* defaultWorkspace
+    const { organization } = yield* api.workspaces.get({ params: { orgId } })
+    yield* printResult(organization, (organization) => renderTable(organizationColumns, [organization]))
   })
-).pipe(Command.withDescription("Show one workspace"), withClient)
+).pipe(Command.withDescription("Show one workspace (the default one when no ref is given)"), withClient)
 
-/** `cpctl workspaces`: list, create and inspect workspaces. */
+const use = Command.make(
+  "use",
+  { ref: refArgument },
+  Effect.fn("cpctl.workspaces.use")(function*({ ref }) {
+    const { api } = yield* ControlPlaneClient
+    const { organization } = yield* api.workspaces.get({ params: { orgId: ref } })
+    const store = yield* DefaultsStore
+    yield* store.save({ workspace: organization.slug })
+    yield* printResult(
+      organization,
+      (organization) =>
+        `Default workspace: ${organization.slug} (${organization.name}), stored in ${store.file}; ` +
+        "-w and CP_WORKSPACE still win."
+    )
+  })
+).pipe(Command.withDescription("Make a workspace the default of every workspace command"), withClient)
+
+/** `cpctl workspaces`: list, create, inspect and choose the default workspace. */
 export const workspaces = Command.make("workspaces").pipe(
-  Command.withDescription("List, create and inspect workspaces"),
-  Command.withSubcommands([list, create, get])
+  Command.withDescription("List, create and inspect workspaces; choose the default one"),
+  Command.withSubcommands([list, create, get, use])
 )

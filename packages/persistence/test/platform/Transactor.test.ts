@@ -96,4 +96,25 @@ describeContract("Transactor", repositories, (it) => {
       yield* Fiber.interrupt(fiber)
       assert.deepStrictEqual(yield* outbox.list({ to }), [])
     }))
+
+  it.effect("lock: transactions taking one key run one after the other, until the first ends", () =>
+    Effect.gen(function*() {
+      const { withTransaction, lock } = yield* Transactor
+      const key = unique("lock")
+      const order: Array<string> = []
+      const locked = yield* Deferred.make<void>()
+      const first = yield* Effect.forkChild(withTransaction(Effect.gen(function*() {
+        yield* lock(key)
+        yield* Deferred.succeed(locked, undefined)
+        yield* Effect.sleep("150 millis")
+        order.push("first committed")
+      })))
+      yield* Deferred.await(locked)
+      yield* withTransaction(Effect.gen(function*() {
+        yield* lock(key)
+        order.push("second locked")
+      }))
+      yield* Fiber.join(first)
+      assert.deepStrictEqual(order, ["first committed", "second locked"])
+    }))
 })

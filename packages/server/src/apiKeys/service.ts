@@ -24,6 +24,7 @@ import {
   type ApiKeyRow,
   ApiKeysRepo,
   idPosition,
+  OrganizationsRepo,
   ProjectsRepo,
   RoleBindingsRepo,
   Transactor,
@@ -33,12 +34,14 @@ import {
 import { Clock, Context, Effect, Layer } from "effect"
 import { SecurityLog } from "../identity/securityLog.ts"
 import { authenticatedUser } from "../identity/users.ts"
+import { lockedAuthority } from "../platform/authority.ts"
 import { randomHex, sha256Hex } from "../platform/crypto.ts"
 import { EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { coversRole } from "../platform/rbac.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
+import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
 import { requireProjectIn } from "../projects/scope.ts"
 
 /** The secret's first characters kept in clear, the only key material lists show. */
@@ -111,6 +114,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
       const events = yield* EventLog
       const securityLog = yield* SecurityLog
       const cursors = yield* Cursors
+      const authority = lockedAuthority(yield* OrganizationsRepo, yield* WorkspaceResolver)
 
       /** The workspace event (and its audit entry) and the user's security event; no key material in either. */
       const recordKeyEvent = Effect.fnUntraced(function*(
@@ -154,13 +158,6 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
           if (Object.keys(fields).length > 0) return yield* validationFailed(fields)
           const projectId = input.projectId ?? null
           if (projectId !== null) yield* requireProjectIn(projects, workspace.organization.id, projectId, "projectId")
-          if (!coversRole(workspace.grants, input.role, projectId)) {
-            return yield* wireError(
-              Forbidden,
-              `You cannot create a key with role ${input.role}: it would hold permissions you do not`,
-              { role: input.role }
-            )
-          }
           const user = yield* authenticatedUser(users, caller.userId)
           const secret = mintSecret()
           const label = input.label.trim()
@@ -181,6 +178,14 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
             revokedAt: null
           }
           yield* tx.withTransaction(Effect.gen(function*() {
+            const current = yield* authority(actor, workspace, "organization.api_key.create")
+            if (!coversRole(current.grants, input.role, projectId)) {
+              return yield* wireError(
+                Forbidden,
+                `You cannot create a key with role ${input.role}: it would hold permissions you do not`,
+                { role: input.role }
+              )
+            }
             // Fresh random ids and a fresh 256-bit secret: a collision is a defect, not the caller's conflict.
             yield* keys.insert(row).pipe(Effect.orDie)
             yield* bindings.insert({
@@ -221,6 +226,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
           const user = yield* authenticatedUser(users, caller.userId)
           const revokedAt = yield* currentDate
           yield* tx.withTransaction(Effect.gen(function*() {
+            yield* authority(actor, workspace, "organization.api_key.revoke")
             // Conditional: of two concurrent revokes exactly one wins; the other is the same 409.
             if (!(yield* keys.revoke({ id, now: revokedAt }))) return yield* alreadyRevoked
             yield* recordKeyEvent(user, { ...found, revokedAt }, "api_key.revoked")

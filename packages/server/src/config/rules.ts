@@ -56,9 +56,16 @@ export const canWrite = (grants: ReadonlyArray<Grant>, row: { readonly projectId
 /** The JSON value a row keeps as text. */
 export const parseJson = (text: string): Schema.Json => JSON.parse(text) as Schema.Json
 
-/** The wire value of a setting: masked ones hide their value from callers without the write permission. */
+/**
+ * The wire value of a setting: masked ones say so (`masked: true`) and hide their value from callers without the
+ * write permission; a writer gets the value too, so a client can still show it masked until asked (`cpctl --reveal`).
+ */
 const shownValue = (row: SettingRow, reveal: boolean): { readonly value: Schema.Json; readonly masked?: true } =>
-  row.visibility === "masked" && !reveal ? { value: null, masked: true } : { value: parseJson(row.valueJson) }
+  row.visibility !== "masked"
+    ? { value: parseJson(row.valueJson) }
+    : reveal
+    ? { value: parseJson(row.valueJson), masked: true }
+    : { value: null, masked: true }
 
 /** What a setting and a feature flag show alike: their id, the scope they live at and their key. */
 const scopedKey = <Row extends SettingRow | FeatureFlagRow>(

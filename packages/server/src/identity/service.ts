@@ -1,7 +1,7 @@
 /** Identity: email-code sign-in, sessions, the profile and the security-event log (spec: Identity). */
 import {
   type Actor,
-  type ChallengeId,
+  ChallengeId,
   type LoginChallenge,
   type LoginResult,
   NotFound,
@@ -25,7 +25,8 @@ import {
   type UserRow,
   UsersRepo
 } from "@cp/persistence"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { domainToASCII } from "node:url"
 import { hmacSha256Hex, maskEmail, randomDigits, safeEqual } from "../platform/crypto.ts"
 import { mint } from "../platform/ids.ts"
 import { ServerKeys } from "../platform/keys.ts"
@@ -42,8 +43,34 @@ export const CHALLENGE_TTL_MS = 10 * 60 * 1000
 export const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000
 export const MAX_FAILED_CODES = 5
 
-/** Addresses compare trimmed and lower-cased (contract §4). */
-export const normalizeEmail = (email: string): string => email.trim().toLowerCase()
+/** `local@domain` split at the last `@` (the domain is empty when there is none). */
+const splitAddress = (email: string) => {
+  const at = email.lastIndexOf("@")
+  return at === -1 ? { local: email, domain: "" } : { local: email.slice(0, at), domain: email.slice(at + 1) }
+}
+
+/**
+ * Addresses compare trimmed and lower-cased (contract §4), in Unicode NFC, without the root dot a fully qualified
+ * domain may end with: `Ann@Example.COM.` and `ann@example.com` are one address and one user.
+ */
+export const normalizeEmail = (email: string): string => {
+  const { domain, local } = splitAddress(email.trim().normalize("NFC").toLowerCase())
+  return domain === "" ? local : `${local}@${domain.replace(/\.+$/, "")}`
+}
+
+/**
+ * The rate-limit identity of an address: one key for every spelling that reaches the same mailbox. Beyond
+ * `normalizeEmail`, the domain is taken in its ASCII (IDNA) form, so `bücher.example` and `xn--bcher-kva.example`
+ * count together, and a quoted local part without anything that needs the quotes counts as the bare one.
+ */
+export const mailboxKey = (email: string): string => {
+  const { domain, local } = splitAddress(normalizeEmail(email))
+  if (domain === "") return local
+  const bare = /^"[^"\\]+"$/.test(local) ? local.slice(1, -1) : local
+  return `${bare}@${domainToASCII(domain) || domain}`
+}
+
+const isChallengeId = Schema.is(ChallengeId)
 
 const toUser = (row: UserRow): User => ({
   id: row.id,
@@ -57,7 +84,7 @@ type UserActor = Extract<Actor, { readonly kind: "user" }>
 export class IdentityService extends Context.Service<IdentityService, {
   readonly loginStart: (email: string) => Effect.Effect<LoginChallenge, RateLimited>
   readonly loginComplete: (
-    challengeId: ChallengeId,
+    challengeId: string,
     code: string
   ) => Effect.Effect<LoginResult, NotFound | PreconditionFailed | RateLimited>
   /** Signs in the owner of a verified email (creating the user and a first workspace if new). */
@@ -99,16 +126,22 @@ export class IdentityService extends Context.Service<IdentityService, {
         const user = yield* users.findByEmail(email)
         const lastOrg = Option.flatMapNullishOr(user, (row) => row.lastOrgSlug)
         const org = Option.isSome(lastOrg) ? yield* orgs.findBySlug(lastOrg.value) : Option.none()
-        yield* limiter.consume(authFamily, email, Option.getOrUndefined(Option.map(org, (row) => row.id)))
+        yield* limiter.consume(authFamily, mailboxKey(email), Option.getOrUndefined(Option.map(org, (row) => row.id)))
         return user
       })
 
       const userOf = (actor: UserActor) => authenticatedUser(users, actor.userId)
 
-      /** Finds or creates the user for a verified email and opens a session (one transaction). */
-      const openSession = Effect.fnUntraced(function*(email: string, via: string) {
+      /**
+       * Finds or creates the user for a verified email and opens a session, in one transaction that first runs `claim`
+       * (spending the sign-in challenge): a challenge is spent only by the session it opens. Sign-ins of one email take
+       * a lock on it, so the first one creates the user and the others find it.
+       */
+      const openSession = Effect.fnUntraced(function*<E>(email: string, via: string, claim: Effect.Effect<void, E>) {
         const now = yield* Clock.currentTimeMillis
         const result = yield* tx.withTransaction(Effect.gen(function*() {
+          yield* claim
+          yield* tx.lock(`user-email:${email}`)
           const existing = yield* users.findByEmail(email)
           const user = Option.isSome(existing) ? existing.value : yield* createUser(email, now)
           const sessionId = mint.session(now)
@@ -201,7 +234,10 @@ export class IdentityService extends Context.Service<IdentityService, {
           return { challengeId, expiresAt, delivery: { mode: "email" as const, emailHint: maskEmail(email) } }
         }),
 
-        loginComplete: Effect.fn("Identity.loginComplete")(function*(challengeId, code) {
+        loginComplete: Effect.fn("Identity.loginComplete")(function*(opaqueId, code) {
+          // Clients treat the id as opaque: one that is not of our form names no challenge.
+          if (!isChallengeId(opaqueId)) return yield* wireError(NotFound, "Unknown challenge or wrong code")
+          const challengeId = opaqueId
           const found = yield* challenges.findById(challengeId)
           if (Option.isNone(found)) return yield* wireError(NotFound, "Unknown challenge or wrong code")
           const challenge = found.value
@@ -237,16 +273,14 @@ export class IdentityService extends Context.Service<IdentityService, {
             })
             return yield* wireError(NotFound, "Unknown challenge or wrong code")
           }
-          const consumed = yield* challenges.consume({
-            id: challengeId,
-            now: new Date(now),
-            maxFailures: MAX_FAILED_CODES
-          })
-          if (!consumed) return yield* spentAnswer
-          return yield* openSession(challenge.email, "email_code")
+          const claim = Effect.flatMap(
+            challenges.consume({ id: challengeId, now: new Date(now), maxFailures: MAX_FAILED_CODES }),
+            (consumed) => consumed ? Effect.void : Effect.fail(spentAnswer)
+          )
+          return yield* openSession(challenge.email, "email_code", claim)
         }),
 
-        signInVerifiedEmail: (email, via) => openSession(normalizeEmail(email), via),
+        signInVerifiedEmail: (email, via) => openSession(normalizeEmail(email), via, Effect.void),
 
         session: Effect.fn("Identity.session")(function*(actor) {
           const session = yield* sessions.findById(actor.sessionId)

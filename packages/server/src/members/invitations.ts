@@ -36,6 +36,7 @@ import {
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { normalizeEmail } from "../identity/service.ts"
 import { authenticatedUser } from "../identity/users.ts"
+import { lockedAuthority } from "../platform/authority.ts"
 import { AppConfig } from "../platform/config.ts"
 import { hmacSha256Hex, randomBase64Url } from "../platform/crypto.ts"
 import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
@@ -45,6 +46,7 @@ import { Mailer } from "../platform/mailer.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { holdsRole } from "../platform/rbac.ts"
 import { currentDate } from "../platform/serviceKit.ts"
+import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
 import { ownerRequired } from "./service.ts"
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000
@@ -100,7 +102,7 @@ export class InvitationsService extends Context.Service<InvitationsService, {
     actor: Actor,
     workspace: ResolvedWorkspace,
     invitationId: InvitationId
-  ) => Effect.Effect<{ readonly invitation: Invitation }, NotFound | PreconditionFailed>
+  ) => Effect.Effect<{ readonly invitation: Invitation }, Forbidden | NotFound | PreconditionFailed>
   /** The recipient accepts with the mailed token, on the workspace the invitation is for. */
   readonly acceptByToken: (
     actor: Actor,
@@ -132,6 +134,7 @@ export class InvitationsService extends Context.Service<InvitationsService, {
       const mailer = yield* Mailer
       const keys = yield* ServerKeys
       const config = yield* AppConfig
+      const authority = lockedAuthority(organizations, yield* WorkspaceResolver)
 
       /** Only an HMAC under the server's signing key is stored (contract §3), so a dump yields no usable token. */
       const tokenHash = (token: string) => hmacSha256Hex(keys.signingKey, `invitation:${token}`)
@@ -240,9 +243,6 @@ export class InvitationsService extends Context.Service<InvitationsService, {
           if (actor.kind !== "user") {
             return yield* wireError(Forbidden, "Only a signed-in user can invite", { reason: "user_required" })
           }
-          if (input.role === "owner" && !holdsRole(workspace.grants, "owner")) {
-            return yield* ownerRequired("invite an owner")
-          }
           const orgId = workspace.organization.id
           const email = normalizeEmail(input.email)
           const now = yield* Clock.currentTimeMillis
@@ -262,7 +262,10 @@ export class InvitationsService extends Context.Service<InvitationsService, {
             revokedAt: null
           }
           yield* tx.withTransaction(Effect.gen(function*() {
-            yield* organizations.lockWorkspace(orgId)
+            const current = yield* authority(actor, workspace, "organization.invitation.create")
+            if (input.role === "owner" && !holdsRole(current.grants, "owner")) {
+              return yield* ownerRequired("invite an owner")
+            }
             const invitee = yield* users.findByEmail(email)
             const membership = Option.isSome(invitee)
               ? yield* members.find({ orgId, subjectType: "user", subjectId: invitee.value.id })
@@ -321,6 +324,7 @@ export class InvitationsService extends Context.Service<InvitationsService, {
           if (Option.isNone(found)) return yield* wireError(NotFound, "Invitation not found")
           const now = yield* Clock.currentTimeMillis
           return yield* tx.withTransaction(Effect.gen(function*() {
+            yield* authority(actor, workspace, "organization.invitation.revoke")
             const revoked = yield* invitations.revoke({ id: invitationId, now: new Date(now) })
             if (Option.isNone(revoked)) {
               const current = yield* invitations.findById(invitationId)

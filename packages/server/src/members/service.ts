@@ -11,6 +11,7 @@ import {
   NotFound,
   type OrgId,
   type Paged,
+  type Permission,
   PreconditionFailed,
   type ResolvedWorkspace,
   type ValidationFailed,
@@ -27,11 +28,13 @@ import {
   Transactor
 } from "@cp/persistence"
 import { Context, Effect, Layer } from "effect"
+import { lockedAuthority } from "../platform/authority.ts"
 import { eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { holdsRole } from "../platform/rbac.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
+import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
 
 /** The API view of a member: its roles are its role bindings on this workspace, in grant order. */
 export const toMember = (row: MemberRow, bindings: ReadonlyArray<RoleBindingRow>): Member => ({
@@ -94,15 +97,23 @@ export class MembersService extends Context.Service<MembersService, {
       const tx = yield* Transactor
       const events = yield* EventLog
       const cursors = yield* Cursors
+      const authority = lockedAuthority(organizations, yield* WorkspaceResolver)
 
       /**
-       * Inside a transaction: locks the workspace's memberships, then reads the member and its bindings there, so the
-       * owner checks below see every concurrent change that committed first.
+       * Inside a transaction: locks the workspace's memberships and checks the caller's `permission` again there, then
+       * reads the member and its bindings, so the owner checks below see every concurrent change that committed first,
+       * the caller's own roles included.
        */
-      const lockedMember = Effect.fnUntraced(function*(orgId: OrgId, memberId: MemberId) {
-        yield* organizations.lockWorkspace(orgId)
+      const lockedMember = Effect.fnUntraced(function*(
+        actor: Actor,
+        workspace: ResolvedWorkspace,
+        memberId: MemberId,
+        permission: Permission
+      ) {
+        const current = yield* authority(actor, workspace, permission)
+        const orgId = workspace.organization.id
         const member = yield* members.findById({ orgId, id: memberId }).pipe(orFail(memberNotFound))
-        return { member, held: yield* bindings.listForSubject(subjectOf(member)) }
+        return { current, member, held: yield* bindings.listForSubject(subjectOf(member)) }
       })
 
       /** Whether a user other than `member` holds the owner role on the workspace directly. */
@@ -147,8 +158,13 @@ export class MembersService extends Context.Service<MembersService, {
         updateRole: Effect.fn("Members.updateRole")(function*(actor, workspace, memberId, role) {
           const orgId = workspace.organization.id
           return yield* tx.withTransaction(Effect.gen(function*() {
-            const { member, held } = yield* lockedMember(orgId, memberId)
-            yield* checkOwnerRules(workspace, member, held, {
+            const { current, member, held } = yield* lockedMember(
+              actor,
+              workspace,
+              memberId,
+              "organization.member.update_role"
+            )
+            yield* checkOwnerRules(current, member, held, {
               what: role === "owner" ? "make a member owner" : "change an owner's role",
               keepsOwner: role === "owner",
               grantsOwner: role === "owner"
@@ -190,8 +206,13 @@ export class MembersService extends Context.Service<MembersService, {
         remove: Effect.fn("Members.remove")(function*(actor, workspace, memberId) {
           const orgId = workspace.organization.id
           return yield* tx.withTransaction(Effect.gen(function*() {
-            const { member, held } = yield* lockedMember(orgId, memberId)
-            yield* checkOwnerRules(workspace, member, held, {
+            const { current, member, held } = yield* lockedMember(
+              actor,
+              workspace,
+              memberId,
+              "organization.member.remove"
+            )
+            yield* checkOwnerRules(current, member, held, {
               what: "remove an owner",
               keepsOwner: false,
               grantsOwner: false

@@ -33,7 +33,7 @@ type Served = Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandl
 /** What a middleware answers: the endpoint's response, or one of its own errors. */
 type Answer<E, R = never> = Effect.Effect<HttpServerResponse.HttpServerResponse, E | Types.unhandled, R>
 
-const unauthenticated = () => wireError(Unauthenticated, "Missing, invalid, expired or revoked credential")
+export const unauthenticated = () => wireError(Unauthenticated, "Missing, invalid, expired or revoked credential")
 
 export const AuthenticationLive = Layer.succeed(Authentication)({
   bearer: (httpEffect) =>

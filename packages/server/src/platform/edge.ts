@@ -16,11 +16,12 @@ import {
   UnsupportedMediaType,
   wireError
 } from "@cp/domain"
-import { IdempotencyRepo } from "@cp/persistence"
+import { IdempotencyRepo, Transactor } from "@cp/persistence"
 import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
+import { requirementOf, unauthenticated } from "./apiMiddleware.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
@@ -56,6 +57,7 @@ export const EdgeLive = HttpRouter.middleware(
     const actors = yield* ActorResolver
     const workspaces = yield* WorkspaceResolver
     const idempotency = yield* IdempotencyRepo
+    const tx = yield* Transactor
     const keys = yield* ServerKeys
     const routes = makeRouteTable(ControlPlaneApi, DOCS_ROUTES)
     const hiddenReach = makeRouteTable(
@@ -92,6 +94,31 @@ export const EdgeLive = HttpRouter.middleware(
       if (actor._tag !== "Resolved") return { actor, workspace: undefined }
       return { actor, workspace: yield* workspaces.resolveEvenIfHidden(ref, actor.actor) }
     })
+
+    /**
+     * Whether this caller's `Idempotency-Key` is looked at (routing order of contract §4: the credential first): not
+     * with an invalid credential, and without one only on a route that needs none, so the route's 401 comes first.
+     */
+    const mayUseIdempotencyKey = (actor: ActorResolution, method: string, path: string): boolean => {
+      if (actor._tag !== "Anonymous") return actor._tag === "Resolved"
+      const endpoint = routes.endpointAt(method, path)
+      return endpoint !== undefined && requirementOf(endpoint)?._tag === "None"
+    }
+
+    /**
+     * The router found no route although the API has one for this method and path: the router could not read the
+     * path (an escape that is not UTF-8). The credential still comes first (401 where the route needs one), then the
+     * path is a malformed id (404). Any other miss goes on to `noRoute`.
+     */
+    const unreadablePath = (actor: ActorResolution, method: string, path: string) => (error: unknown) => {
+      const endpoint = routes.endpointAt(method, path)
+      if (endpoint === undefined) return Effect.fail(error)
+      return renderError(
+        actor._tag !== "Resolved" && requirementOf(endpoint)?._tag !== "None"
+          ? unauthenticated()
+          : wireError(NotFound, "Not found")
+      )
+    }
 
     /** No route for this path: 405 with `Allow` when another method serves it, 404 otherwise. */
     const noRoute = (path: string) => {
@@ -160,7 +187,9 @@ export const EdgeLive = HttpRouter.middleware(
         ip: Option.getOrNull(request.remoteAddress),
         userAgent: request.headers["user-agent"] ?? null
       }
-      const served = Effect.flatMap(httpEffect, withEnvelope415)
+      const served = Effect.flatMap(httpEffect, withEnvelope415).pipe(
+        Effect.catchIf(isRouteNotFound, unreadablePath(actor, request.method, path))
+      )
       // Each provided service deepens the request's context, and a deep one is copied whole: provide only a change.
       const routed = Effect.provideService(
         request === original ? served : Effect.provideService(served, HttpServerRequest.HttpServerRequest, request),
@@ -168,9 +197,10 @@ export const EdgeLive = HttpRouter.middleware(
         scope
       )
       const key = request.headers[IDEMPOTENCY_HEADER]
-      const response = key === undefined || !IDEMPOTENT_METHODS.has(request.method) || actor._tag === "Invalid"
+      const response = key === undefined || !IDEMPOTENT_METHODS.has(request.method) ||
+          !mayUseIdempotencyKey(actor, request.method, path)
         ? yield* routed
-        : yield* withIdempotencyKey(idempotency, keys, {
+        : yield* withIdempotencyKey(idempotency, tx, keys, {
           key,
           principal: actor._tag === "Resolved" ? actorId(actor.actor) : "",
           method: request.method,

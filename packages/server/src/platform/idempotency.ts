@@ -1,6 +1,6 @@
 /** `Idempotency-Key` (contract §4), remembered in the database so it holds across replicas. */
 import { Conflict, IDEMPOTENCY_KEY_PATTERN, ValidationFailed, wireError } from "@cp/domain"
-import type { IdempotencyRepo } from "@cp/persistence"
+import type { IdempotencyRepo, Transactor } from "@cp/persistence"
 import { Duration, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { KeyObject } from "node:crypto"
@@ -64,9 +64,14 @@ export const responseText = (response: HttpServerResponse.HttpServerResponse): s
  * Runs `routed` at most once per key (contract §4): a repeat replays the stored answer byte for byte,
  * a repeat with another body is 422 `key_reused`, a repeat while the first runs is 409; 5xx and 429
  * answers release the key instead of being remembered.
+ *
+ * The request runs in one transaction with the storing of its answer: the mutation and its answer commit together,
+ * so a process killed in between leaves neither (the retry runs the request afresh once the claim is stale) and never
+ * a committed mutation without its answer.
  */
 export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
   repo: IdempotencyRepo["Service"],
+  tx: Transactor["Service"],
   keys: { readonly kek: KeyEncryptionKey; readonly signingKey: KeyObject },
   request: KeyedRequest,
   routed: Effect.Effect<HttpServerResponse.HttpServerResponse, E>
@@ -104,10 +109,11 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
       })
     }
     case "Started": {
-      const response = yield* routed.pipe(Effect.onError(() => repo.release(slot)))
-      const text = responseText(response)
-      yield* isRememberedStatus(response.status) && text !== undefined
-        ? repo.complete({
+      const { response, remembered } = yield* tx.withTransaction(Effect.gen(function*() {
+        const response = yield* routed
+        const text = responseText(response)
+        if (!isRememberedStatus(response.status) || text === undefined) return { response, remembered: false }
+        yield* repo.complete({
           ...slot,
           status: response.status,
           headers: { "x-request-id": request.requestId },
@@ -115,7 +121,9 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
           body: seal(keys.kek, text),
           now
         })
-        : repo.release(slot)
+        return { response, remembered: true }
+      })).pipe(Effect.onError(() => repo.release(slot)))
+      if (!remembered) yield* repo.release(slot)
       return response
     }
   }

@@ -29,27 +29,48 @@ export interface SlugChoice {
   readonly base: string
 }
 
-/** What inserting a row under a slug takes: the taken slugs of a family, the row for a slug, and its insert. */
+/**
+ * What inserting a row under a slug takes: the namespace its slugs are unique in (`teams:<orgId>`), the taken slugs of
+ * a family there, the row for a slug, and its insert.
+ */
 export interface SlugSteps<Row> {
+  readonly namespace: string
   readonly taken: (base: string) => Effect.Effect<ReadonlyArray<string>>
   readonly withSlug: (slug: string) => Row
   readonly insert: (row: Row) => Effect.Effect<void, UniqueViolation>
 }
 
 /**
- * Inserts the row under the first free `-N` suffix of `base`. A concurrent create can take that slug between the read
- * and the insert, so the insert runs in a savepoint and tries the next one.
+ * Inserts the row under the first free `-N` suffix of `base`. Derived creates of one family take a lock on it
+ * (namespace and base) for the rest of their transaction, so they pick their suffixes one after the other. A slug can
+ * still be taken between the read and the insert by a create that named it, or by a rename: the insert runs in a
+ * savepoint, and after its unique violation (raised once the other transaction committed) the family is read again
+ * and the next free suffix is tried. Each retry follows a slug newly taken, so it ends; a violation on a slug the
+ * family does not show is not a slug conflict, and a defect.
  */
 export const insertWithDerivedSlug = <Row>(
   tx: Transactor["Service"],
   base: string,
   steps: SlugSteps<Row>
 ): Effect.Effect<Row> =>
-  Effect.gen(function*() {
-    const row = steps.withSlug(nextFreeSlug(base, new Set(yield* steps.taken(base))))
-    yield* tx.withTransaction(steps.insert(row))
-    return row
-  }).pipe(Effect.retry({ times: 5, while: (e) => e._tag === "UniqueViolation" }), Effect.orDie)
+  tx.withTransaction(Effect.gen(function*() {
+    yield* tx.lock(`slug:${steps.namespace}:${base}`)
+    let refused: string | undefined
+    for (;;) {
+      const taken = new Set(yield* steps.taken(base))
+      if (refused !== undefined && !taken.has(refused)) {
+        return yield* Effect.die(new Error(`insert under the free slug '${refused}' violated another unique rule`))
+      }
+      const slug = nextFreeSlug(base, taken)
+      const row = steps.withSlug(slug)
+      const inserted = yield* tx.withTransaction(steps.insert(row)).pipe(
+        Effect.as(true),
+        Effect.catchTag("UniqueViolation", () => Effect.succeed(false))
+      )
+      if (inserted) return row
+      refused = slug
+    }
+  }))
 
 /**
  * Inserts the row under the requested slug, whose being taken is the caller's conflict (`slugTaken`, contract §4),

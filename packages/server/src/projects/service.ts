@@ -170,6 +170,7 @@ export class ProjectsService extends Context.Service<ProjectsService, {
           return yield* tx.withTransaction(Effect.gen(function*() {
             yield* requireProjectSlot(orgId, "create a project")
             const row = yield* insertWithSlug(tx, slugChoice(input, "project"), {
+              namespace: `projects:${orgId}`,
               taken: (base) => projects.slugsStartingWith({ orgId, base }),
               withSlug: (slug): ProjectRow => ({ ...base, slug }),
               insert: projects.insert,
@@ -256,6 +257,7 @@ export class ProjectsService extends Context.Service<ProjectsService, {
               lastActiveAt: null
             }
             const row = yield* insertWithSlug(tx, slugChoice(input, "environment"), {
+              namespace: `environments:${projectId}`,
               taken: (base) => environments.slugsStartingWith({ projectId, base }),
               withSlug: (slug): EnvironmentRow => ({ ...base, slug }),
               insert: environments.insert,

@@ -25,6 +25,7 @@ import {
 import {
   idPosition,
   MembersRepo,
+  OrganizationsRepo,
   ProjectsRepo,
   RoleBindingsRepo,
   type TeamGrantRow,
@@ -35,11 +36,13 @@ import {
   Transactor
 } from "@cp/persistence"
 import { Context, Effect, Layer } from "effect"
+import { lockedAuthority } from "../platform/authority.ts"
 import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
 import { insertWithSlug, slugify } from "../platform/slugs.ts"
+import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
 import { requireProjectIn } from "../projects/scope.ts"
 import { checkedTuple, grantChange, joinRefusal, subjectIdProblem, tupleProblems, uncoveredGrant } from "./rules.ts"
 
@@ -149,6 +152,7 @@ export class TeamsService extends Context.Service<TeamsService, {
       const tx = yield* Transactor
       const events = yield* EventLog
       const cursors = yield* Cursors
+      const authority = lockedAuthority(yield* OrganizationsRepo, yield* WorkspaceResolver)
 
       const findTeam = (workspace: ResolvedWorkspace, teamId: TeamId) =>
         teams.find({ orgId: workspace.organization.id, teamId }).pipe(orFail(() => teamNotFound(teamId)))
@@ -225,6 +229,7 @@ export class TeamsService extends Context.Service<TeamsService, {
           }
           return yield* tx.withTransaction(Effect.gen(function*() {
             const row = yield* insertWithSlug(tx, { requested: input.slug, base: slugify(base.name, "team") }, {
+              namespace: `teams:${orgId}`,
               taken: (slugBase) => teams.slugsStartingWith({ orgId, base: slugBase }),
               withSlug: (slug): TeamRow => ({ ...base, slug }),
               insert: teams.insert,
@@ -276,8 +281,9 @@ export class TeamsService extends Context.Service<TeamsService, {
 
         delete: Effect.fn("Teams.delete")(function*(actor, workspace, teamId) {
           return yield* tx.withTransaction(Effect.gen(function*() {
+            const current = yield* authority(actor, workspace, "team.delete")
             const team = yield* findTeam(workspace, teamId)
-            yield* requireCoversTeam(workspace, team, "delete this team")
+            yield* requireCoversTeam(current, team, "delete this team")
             yield* teams.delete({ orgId: workspace.organization.id, teamId }).pipe(orFail(() => teamNotFound(teamId)))
             yield* record(
               workspace,
@@ -309,8 +315,9 @@ export class TeamsService extends Context.Service<TeamsService, {
           if (problem !== undefined) return yield* validationFailed({ subjectId: [problem] })
           const at = yield* currentDate
           return yield* tx.withTransaction(Effect.gen(function*() {
+            const current = yield* authority(actor, workspace, "team.member.add")
             const team = yield* lockTeam(workspace, teamId)
-            yield* requireCoversTeam(workspace, team, "add members to this team")
+            yield* requireCoversTeam(current, team, "add members to this team")
             yield* checkJoinable(workspace, subjectType, input.subjectId)
             const row: TeamMemberRow = {
               teamId: team.id,
@@ -338,11 +345,12 @@ export class TeamsService extends Context.Service<TeamsService, {
 
         removeMember: Effect.fn("Teams.removeMember")(function*(actor, workspace, teamId, subjectId) {
           return yield* tx.withTransaction(Effect.gen(function*() {
+            const current = yield* authority(actor, workspace, "team.member.remove")
             const team = yield* lockTeam(workspace, teamId)
             const subjectType = subjectTypeOf(subjectId)
             const notMember = () => wireError(NotFound, "The subject is not a member of this team", { subjectId })
             if (subjectType === undefined) return yield* notMember()
-            yield* requireCoversTeam(workspace, team, "remove members from this team")
+            yield* requireCoversTeam(current, team, "remove members from this team")
             yield* teams.deleteMember({ teamId: team.id, subjectType, subjectId }).pipe(orFail(notMember))
             yield* record(workspace, eventActorOf(actor), team, "team.member.removed", {
               subjectType,
@@ -374,8 +382,9 @@ export class TeamsService extends Context.Service<TeamsService, {
           }
           const at = yield* currentDate
           return yield* tx.withTransaction(Effect.gen(function*() {
+            const current = yield* authority(actor, workspace, "team.role.grant")
             const team = yield* lockTeam(workspace, tuple.teamId)
-            if (uncoveredGrant(workspace.grants, [tuple]) !== undefined) {
+            if (uncoveredGrant(current.grants, [tuple]) !== undefined) {
               return yield* exceedsCaller("grant this role", tuple.role)
             }
             const row: TeamGrantRow = { id: mint.teamGrant(at.getTime()), ...tuple, createdAt: at }
@@ -401,8 +410,9 @@ export class TeamsService extends Context.Service<TeamsService, {
         revoke: Effect.fn("Teams.revoke")(function*(actor, workspace, input) {
           const tuple = yield* validTuple(input, workspace)
           return yield* tx.withTransaction(Effect.gen(function*() {
+            const current = yield* authority(actor, workspace, "team.role.revoke")
             const team = yield* lockTeam(workspace, tuple.teamId)
-            if (uncoveredGrant(workspace.grants, [tuple]) !== undefined) {
+            if (uncoveredGrant(current.grants, [tuple]) !== undefined) {
               return yield* exceedsCaller("revoke this role", tuple.role)
             }
             yield* teams.deleteGrant(tuple).pipe(

@@ -20,6 +20,7 @@ import {
   MembersRepo,
   type OrganizationRow,
   OrganizationsRepo,
+  ProjectsRepo,
   RoleBindingsRepo,
   Transactor,
   windowOf
@@ -31,6 +32,7 @@ import { type CursorBinding, Cursors, keysetPage, type PageRequest } from "../pl
 import { decide, effectiveAccess } from "../platform/rbac.ts"
 import { currentDate } from "../platform/serviceKit.ts"
 import { insertWithDerivedSlug, insertWithSlug, slugify, type SlugSteps } from "../platform/slugs.ts"
+import { requireProjectIn } from "../projects/scope.ts"
 import { grantsOf } from "./grants.ts"
 
 export const toOrganization = (row: OrganizationRow): Organization => ({
@@ -68,7 +70,10 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
     actor: Actor,
     workspace: ResolvedWorkspace,
     query: { readonly projectId?: ProjectId; readonly subjectId?: string }
-  ) => Effect.Effect<{ readonly permissions: ReadonlyArray<PermissionDecision> }, NotFound | Forbidden>
+  ) => Effect.Effect<
+    { readonly permissions: ReadonlyArray<PermissionDecision> },
+    NotFound | Forbidden | ValidationFailed
+  >
 }>()("@cp/server/WorkspacesService") {
   static readonly layer = Layer.effect(
     WorkspacesService,
@@ -76,6 +81,7 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
       const orgs = yield* OrganizationsRepo
       const members = yield* MembersRepo
       const bindings = yield* RoleBindingsRepo
+      const projects = yield* ProjectsRepo
       const tx = yield* Transactor
       const events = yield* EventLog
       const cursors = yield* Cursors
@@ -107,6 +113,7 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
         const now = yield* currentDate
         const base = yield* workspaceRow(name, owner, now)
         const row = yield* insert({
+          namespace: "organizations",
           taken: orgs.slugsStartingWith,
           withSlug: (slug) => ({ ...base, slug }),
           insert: orgs.insert
@@ -210,6 +217,10 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
         }),
 
         effectiveAccess: Effect.fn("Workspaces.effectiveAccess")(function*(actor, workspace, query) {
+          // A project of another workspace is refused as API-key creation refuses it, not answered for.
+          if (query.projectId !== undefined) {
+            yield* requireProjectIn(projects, workspace.organization.id, query.projectId, "projectId")
+          }
           const self = actor.kind === "user"
             ? actor.userId
             : actor.kind === "service_principal"

@@ -4,9 +4,9 @@
  * revocation, and the auth rate-limit window. The layer graph is the server's own (`app.ts`) minus HTTP.
  */
 import { type Actor, type ChallengeId, type LoginResult, NotFound, PreconditionFailed, RateLimited } from "@cp/domain"
-import { OutboxRepo } from "@cp/persistence"
+import { OutboxRepo, SessionsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Exit, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { ActorResolverLive } from "../../src/identity/actors.ts"
 import { SecurityLog } from "../../src/identity/securityLog.ts"
@@ -26,13 +26,31 @@ const MINUTE = 60_000
 const DAY = 24 * 60 * MINUTE
 
 /** The services of `app.ts` (without OAuth and HTTP) on fresh memory repositories, in test mode. */
-const TestLayer = IdentityService.layer.pipe(
-  Layer.provideMerge(WorkspacesService.layer),
+const ServicesLayer = WorkspacesService.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive, SecurityLog.layer)),
   Layer.provideMerge(Layer.mergeAll(EventLog.layer, RateLimiter.layer, Cursors.layer, Mailer.layer)),
   Layer.provideMerge(ServerKeys.layer),
   Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
   Layer.provideMerge(RepositoriesMemory)
+)
+
+const TestLayer = IdentityService.layer.pipe(Layer.provideMerge(ServicesLayer))
+
+/** As `TestLayer`, but the first session insert dies (the database went away in the middle of a sign-in). */
+const FirstSessionFailsLayer = IdentityService.layer.pipe(
+  Layer.provide(Layer.effect(
+    SessionsRepo,
+    Effect.gen(function*() {
+      const real = yield* SessionsRepo
+      let failures = 1
+      return SessionsRepo.of({
+        ...real,
+        insert: (row) =>
+          Effect.suspend(() => failures-- > 0 ? Effect.die(new Error("the database went away")) : real.insert(row))
+      })
+    })
+  )),
+  Layer.provideMerge(ServicesLayer)
 )
 
 /** The code mailed for a challenge, read from the outbox the test-mode mailer writes. */
@@ -246,4 +264,15 @@ describe("IdentityService timing", () => {
         ]
       )
     }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a complete that fails after the code matched leaves the challenge unspent: the retry signs in", () =>
+    Effect.gen(function*() {
+      const identity = yield* IdentityService
+      const { challengeId, code } = yield* startWithCode("retry@example.com")
+      assert.isTrue(Exit.hasDies(yield* Effect.exit(identity.loginComplete(challengeId, code))))
+      const result = yield* identity.loginComplete(challengeId, code)
+      assert.strictEqual(result.user.email, "retry@example.com")
+      const spent = yield* Effect.flip(identity.loginComplete(challengeId, code))
+      assert.instanceOf(spent, PreconditionFailed)
+    }).pipe(Effect.provide(FirstSessionFailsLayer)))
 })
