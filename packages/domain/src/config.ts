@@ -9,9 +9,9 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import type { Permission } from "./access.ts"
 import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, FeatureFlagId, OrgId, ProjectId, SettingId } from "./ids.ts"
-import { doc } from "./reference.ts"
+import { describedText, doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
-import { JsonValue, MultilineText, Text } from "./text.ts"
+import { JsonValue, MultilineText } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -29,9 +29,9 @@ export const SettingVisibility = Schema.Literals(["public", "internal", "masked"
 export type SettingVisibility = typeof SettingVisibility.Type
 
 /** Setting and flag keys: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit. */
-export const ConfigKey = Text.annotate({
-  description: "A setting or flag key: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
-}).check(
+export const ConfigKey = describedText(
+  "A setting or flag key: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+).check(
   Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, {
     message: "must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
   })

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotFound, PreconditionFailed, RateLimited } from "./errors.ts"
 import { ChallengeId, SessionId, UserId } from "./ids.ts"
-import { doc } from "./reference.ts"
+import { describedText, doc } from "./reference.ts"
 import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
 import { isStorableText, LineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
@@ -70,9 +70,9 @@ export type SecurityEvent = typeof SecurityEvent.Type
 
 export const OAuthProvider = Schema.Struct({ id: Schema.String, name: Schema.String })
 
-const ProviderParam = Text.annotate({
-  description: "The provider's id, as `GET /v1/auth/oauth/providers` lists it"
-}).check(Schema.isPattern(/^[a-z0-9_-]{1,32}$/))
+const ProviderParam = describedText("The provider's id, as `GET /v1/auth/oauth/providers` lists it").check(
+  Schema.isPattern(/^[a-z0-9_-]{1,32}$/)
+)
 
 /** A challenge id as a client sends it back: any short text; one that is not a `chl_` id names no challenge. */
 export const OpaqueChallengeId = Text.check(Schema.isMinLength(1), Schema.isMaxLength(255))
@@ -124,9 +124,9 @@ export class IdentityApi extends HttpApiGroup.make("identity")
     HttpApiEndpoint.get("oauthCallback", "/v1/auth/oauth/:provider/callback", {
       params: { provider: ProviderParam },
       query: {
-        code: Schema.optionalKey(Text.annotate({ description: "The provider's authorization code" })),
-        state: Text.annotate({ description: "The signed state the start step sent to the provider" }),
-        error: Schema.optionalKey(Text.annotate({ description: "The provider's error, when consent failed" }))
+        code: Schema.optionalKey(describedText("The provider's authorization code")),
+        state: describedText("The signed state the start step sent to the provider"),
+        error: Schema.optionalKey(describedText("The provider's error, when consent failed"))
       },
       success: Envelope(LoginResult),
       error: [NotFound, PreconditionFailed]

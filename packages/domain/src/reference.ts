@@ -3,11 +3,19 @@
  * `doc(summary, description)` annotation each endpoint carries, and the finishing touches the schemas alone cannot
  * say (each parameter's description beside it, `limit` as an integer, the `Idempotency-Key` header on writes).
  */
+import { Schema } from "effect"
 import { OpenApi } from "effect/http-api"
+import { isText } from "./text.ts"
 
 /** An endpoint's summary (one line, imperative) and optional description, for the reference and the CLI help. */
 export const doc = (summary: string, description?: string) =>
   OpenApi.annotations(description === undefined ? { summary } : { summary, description })
+
+/**
+ * `Text` with a description the reference shows. The description sits before the check: a check that JSON Schema
+ * cannot express (as `Text`'s is) drops the annotations attached to it.
+ */
+export const describedText = (description: string) => Schema.String.annotate({ description }).check(isText)
 
 /** The page size every list accepts: 1 to 100, 50 when absent. */
 export const PAGE_LIMIT = { minimum: 1, maximum: 100, default: 50 } as const

@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId, SecretId } from "./ids.ts"
-import { doc } from "./reference.ts"
+import { describedText, doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { LineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
@@ -66,7 +66,7 @@ export type SecretRotation = typeof SecretRotation.Type
 export const SecretListQuery = {
   ...PageQuery,
   scope: Schema.optionalKey(
-    Text.annotate({ description: "`all` on the workspace route lists the secrets of every scope together" })
+    describedText("`all` on the workspace route lists the secrets of every scope together")
   )
 }
 

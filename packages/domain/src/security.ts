@@ -12,8 +12,7 @@ import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Grant, Permission, Role } from "./access.ts"
 import { BadRequest, Forbidden, NotFound, Unauthenticated, ValidationFailed } from "./errors.ts"
 import type { OrgId, ProjectId, ServicePrincipalId, SessionId, UserId } from "./ids.ts"
-import { PAGE_LIMIT } from "./reference.ts"
-import { Text } from "./text.ts"
+import { describedText, PAGE_LIMIT } from "./reference.ts"
 import type { Organization } from "./workspaces.ts"
 
 export type Actor =
@@ -160,6 +159,6 @@ export const PageQuery = {
     )
   ),
   cursor: Schema.optionalKey(
-    Text.annotate({ description: "The `meta.cursor` of the previous page; absent for the first page." })
+    describedText("The `meta.cursor` of the previous page; absent for the first page.")
   )
 }

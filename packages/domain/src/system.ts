@@ -2,9 +2,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { NotFound } from "./errors.ts"
-import { doc } from "./reference.ts"
+import { describedText, doc } from "./reference.ts"
 import { requires } from "./security.ts"
-import { Text } from "./text.ts"
 import { Envelope, RequestIdSlot, Timestamp } from "./wire.ts"
 
 /** 503 with the success envelope's shape, as the contract's health rule asks. */
@@ -40,7 +39,7 @@ export class SystemApi extends HttpApiGroup.make("system")
       )
     ).annotateMerge(requires.none),
     HttpApiEndpoint.get("outbox", "/v1/dev/outbox", {
-      query: { to: Schema.optionalKey(Text.annotate({ description: "Only mail sent to this address" })) },
+      query: { to: Schema.optionalKey(describedText("Only mail sent to this address")) },
       success: Envelope({ messages: Schema.Array(OutboxMessage) }),
       error: NotFound
     }).annotateMerge(

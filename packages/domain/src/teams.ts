@@ -7,7 +7,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Role, ScopeKind } from "./access.ts"
 import { Conflict, Forbidden, NotFound } from "./errors.ts"
 import { ProjectId, TeamId } from "./ids.ts"
-import { doc } from "./reference.ts"
+import { describedText, doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
@@ -120,7 +120,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.delete("removeMember", "/v1/organizations/:orgId/teams/:teamId/members/:subjectId", {
       params: {
         ...teamParams,
-        subjectId: Text.annotate({ description: "The member to remove: a `usr_` or `sp_` id" })
+        subjectId: describedText("The member to remove: a `usr_` or `sp_` id")
       },
       success: Envelope(Deleted),
       error: [NotFound, Forbidden]

@@ -4,7 +4,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { PermissionDecision, Role } from "./access.ts"
 import { Conflict, NotFound } from "./errors.ts"
 import { OrgId, ProjectId, WorkspaceRef } from "./ids.ts"
-import { doc } from "./reference.ts"
+import { describedText, doc } from "./reference.ts"
 import {
   Authentication,
   Authorization,
@@ -44,9 +44,7 @@ export const Membership = Schema.Struct({ role: Role, joinedAt: Timestamp })
 export const ChildWorkspace = Schema.Struct({ orgId: OrgId, workspaceRef: WorkspaceRef, name: Schema.String })
 
 /** Any of the three spellings of a workspace reference: `org_…`, `ws_…` or a slug. */
-export const OrgRef = Text.annotate({
-  description: "The workspace: its `org_` id, its `ws_` public id or its slug"
-})
+export const OrgRef = describedText("The workspace: its `org_` id, its `ws_` public id or its slug")
 
 const orgParams = { orgId: OrgRef }
 
@@ -101,7 +99,7 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       query: {
         projectId: Schema.optionalKey(ProjectId),
         subjectId: Schema.optionalKey(
-          Text.annotate({ description: "Whose access (a `usr_` or `sp_` id); the caller's when absent" })
+          describedText("Whose access (a `usr_` or `sp_` id); the caller's when absent")
         )
       },
       success: Envelope({ permissions: Schema.Array(PermissionDecision) }),
