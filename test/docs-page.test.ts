@@ -7,8 +7,8 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { existsSync } from "node:fs"
 import { type Browser, chromium } from "playwright-core"
-import { TestServer, testServer } from "./support/server.ts"
-import { signIn } from "./support/session.ts"
+import { call, TestServer, testServer } from "./support/server.ts"
+import { signIn, signInWithPersonal } from "./support/session.ts"
 
 /** Debian's Chromium (`apt-get install chromium`; `.ci/run` installs it when missing). */
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
@@ -82,4 +82,12 @@ layer(testServer("memory"), { excludeTestServices: true })("docs page", (it) => 
       const authorization = yield* Effect.promise(() => response.request().headerValue("authorization"))
       assert.strictEqual(authorization, `Bearer ${token}`)
     }).pipe(Effect.scoped))
+
+  it.effect("a path sent as //v1/… (the page joins the relative server \"/\" and a path) reaches its route", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const { personal, token } = yield* signInWithPersonal(baseUrl)
+      const res = yield* call(baseUrl, "GET", `//v1/organizations/${personal.slug}/projects`, { token })
+      assert.strictEqual(res.status, 200, res.text)
+    }))
 })

@@ -158,7 +158,10 @@ export const EdgeLive = HttpRouter.middleware(
       seen: Seen
     ) {
       const original = yield* HttpServerRequest.HttpServerRequest
-      const { path: requestedPath, search } = splitUrl(original.url)
+      const { path: sentPath, search } = splitUrl(original.url)
+      // A client joining a base URL that ends in "/" with a path that starts with one (the docs page, with the
+      // document's relative server "/") sends "//v1/…": the same route.
+      const requestedPath = sentPath.startsWith("//") ? sentPath.replace(/^\/+/, "/") : sentPath
       const aliasPath = canonicalAliasPath(requestedPath)
       let path = aliasPath ?? requestedPath
       // Not URL-decoded: valid references (`org_`/`ws_` ids, slugs) contain no escapes.
@@ -180,7 +183,7 @@ export const EdgeLive = HttpRouter.middleware(
         path = `/v1/organizations/${workspace.organization.id}${workspaceMatch?.[2] ?? ""}`
       }
 
-      const request = path === requestedPath ? original : original.modify({ url: path + search })
+      const request = path === sentPath ? original : original.modify({ url: path + search })
       const scope: RequestScope = {
         actor,
         workspace,
