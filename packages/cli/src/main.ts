@@ -13,6 +13,7 @@ import { members } from "./commands/members.ts"
 import { envs, projects } from "./commands/projects.ts"
 import { secrets } from "./commands/secrets.ts"
 import { teams } from "./commands/teams.ts"
+import { webhooks } from "./commands/webhooks.ts"
 import { workspaces } from "./commands/workspaces.ts"
 import { type CpctlError, reportFailure } from "./errors.ts"
 import { JsonOutput } from "./output.ts"
@@ -36,7 +37,8 @@ export const cpctl = Command.make("cpctl").pipe(
     access,
     secrets,
     config,
-    flags
+    flags,
+    webhooks
   ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )

@@ -12,6 +12,7 @@ import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
+import { WebhooksApi } from "./webhooks.ts"
 import { WorkspacesApi } from "./workspaces.ts"
 
 export class ControlPlaneApi extends HttpApi.make("control-plane")
@@ -31,6 +32,7 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(SecretsApi)
   .add(ProjectSecretsApi)
   .add(EnvironmentSecretsApi)
+  .add(WebhooksApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

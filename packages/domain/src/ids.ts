@@ -17,7 +17,10 @@ export const IdPrefix = {
   setting: "stg_",
   featureFlag: "flg_",
   secret: "sec_",
-  mailMessage: "msg_"
+  mailMessage: "msg_",
+  webhookEndpoint: "whe_",
+  webhookSubscription: "whs_",
+  deliveryAttempt: "whd_"
 } as const
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
@@ -56,6 +59,15 @@ export const FeatureFlagId = prefixed(IdPrefix.featureFlag).pipe(Schema.brand("F
 export type FeatureFlagId = typeof FeatureFlagId.Type
 export const SecretId = prefixed(IdPrefix.secret).pipe(Schema.brand("SecretId"))
 export type SecretId = typeof SecretId.Type
+
+export const WebhookEndpointId = prefixed(IdPrefix.webhookEndpoint).pipe(Schema.brand("WebhookEndpointId"))
+export type WebhookEndpointId = typeof WebhookEndpointId.Type
+export const WebhookSubscriptionId = prefixed(IdPrefix.webhookSubscription).pipe(
+  Schema.brand("WebhookSubscriptionId")
+)
+export type WebhookSubscriptionId = typeof WebhookSubscriptionId.Type
+export const DeliveryAttemptId = prefixed(IdPrefix.deliveryAttempt).pipe(Schema.brand("DeliveryAttemptId"))
+export type DeliveryAttemptId = typeof DeliveryAttemptId.Type
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/u
 

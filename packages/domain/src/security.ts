@@ -67,6 +67,12 @@ export type Requirement =
   | { readonly _tag: "Authenticated" }
   | { readonly _tag: "Session" }
   | { readonly _tag: "Permission"; readonly permission: Permission }
+  /**
+   * A route on one resource that lives at workspace or project scope (webhook item routes): the service checks
+   * `permission` when the resource is workspace scoped and `projectPermission` on its project when it is project
+   * scoped, once it has found the resource. The middleware lets the request through to that check.
+   */
+  | { readonly _tag: "ResourcePermission"; readonly permission: Permission; readonly projectPermission: Permission }
 
 export class RequiredAccess extends Context.Service<RequiredAccess, Requirement>()("@cp/domain/RequiredAccess") {}
 
@@ -74,7 +80,9 @@ export const requires = {
   none: Context.make(RequiredAccess, { _tag: "None" }),
   authenticated: Context.make(RequiredAccess, { _tag: "Authenticated" }),
   session: Context.make(RequiredAccess, { _tag: "Session" }),
-  permission: (permission: Permission) => Context.make(RequiredAccess, { _tag: "Permission", permission })
+  permission: (permission: Permission) => Context.make(RequiredAccess, { _tag: "Permission", permission }),
+  resourcePermission: (permission: Permission, projectPermission: Permission) =>
+    Context.make(RequiredAccess, { _tag: "ResourcePermission", permission, projectPermission })
 }
 
 /**

@@ -37,6 +37,9 @@ import { SecretsService } from "./secrets/service.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
+import { DestinationGuard, WebhookSender, WebhookWorker } from "./webhooks/delivery.ts"
+import { WebhooksHttp } from "./webhooks/http.ts"
+import { WebhooksService } from "./webhooks/service.ts"
 import { WorkspacesHttp } from "./workspaces/http.ts"
 import { WorkspaceResolverLive } from "./workspaces/resolver.ts"
 import { WorkspacesService } from "./workspaces/service.ts"
@@ -50,6 +53,12 @@ const Platform = Layer.mergeAll(
   Entitlements.layer,
   SecurityLog.layer
 ).pipe(Layer.provideMerge(ServerKeys.layer))
+
+/** Webhook delivery: the destination guard, the HTTPS sender and the worker that claims due attempts. */
+const WebhookDelivery = WebhookWorker.layer.pipe(
+  Layer.provideMerge(WebhookSender.layer),
+  Layer.provideMerge(DestinationGuard.layer)
+)
 
 /** Who is calling and which workspace the path names: the edge's lookups, which sign-in uses too. */
 const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
@@ -69,8 +78,10 @@ const Services = OAuthService.layer.pipe(
     ProjectsService.layer,
     EnvironmentSweep.layer,
     ConfigService.layer,
-    SecretsService.layer
+    SecretsService.layer,
+    WebhooksService.layer
   )),
+  Layer.provideMerge(WebhookDelivery),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers))
 )
 
@@ -92,7 +103,8 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     EnvironmentSecretsHttp,
     ConfigurationHttp,
     ProjectConfigurationHttp,
-    EnvironmentConfigurationHttp
+    EnvironmentConfigurationHttp,
+    WebhooksHttp
   ]),
   Layer.provide(ApiMiddlewareLive)
 )
@@ -118,8 +130,11 @@ const scalar: HttpApiScalar.ScalarConfig & { readonly showDeveloperTools: "never
 
 const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs", scalar })
 
-/** The HTTP side: the edge in front of the typed API and the docs; plus the idle sweep, which serves no route. */
-const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background)
+/**
+ * The HTTP side: the edge in front of the typed API and the docs; plus the idle sweep and the webhook delivery worker,
+ * which serve no route.
+ */
+const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background, WebhookWorker.background)
 
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */
 export const HttpAppLive = Http.pipe(Layer.provide(Services))

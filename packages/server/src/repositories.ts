@@ -22,7 +22,9 @@ import {
   SessionsRepo,
   TeamsRepo,
   Transactor,
-  UsersRepo
+  UsersRepo,
+  WebhookDeliveriesRepo,
+  WebhookEndpointsRepo
 } from "@cp/persistence"
 import { Layer } from "effect"
 
@@ -49,7 +51,9 @@ export const RepositoriesSql = Layer.mergeAll(
   EnvironmentsRepo.sql,
   EntitlementsRepo.sql,
   ConfigRepo.sql,
-  SecretsRepo.sql
+  SecretsRepo.sql,
+  WebhookEndpointsRepo.sql,
+  WebhookDeliveriesRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -75,5 +79,7 @@ export const RepositoriesMemory = Layer.mergeAll(
   EnvironmentsRepo.memory,
   EntitlementsRepo.memory,
   ConfigRepo.memory,
-  SecretsRepo.memory
+  SecretsRepo.memory,
+  WebhookEndpointsRepo.memory,
+  WebhookDeliveriesRepo.memory
 )

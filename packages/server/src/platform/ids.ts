@@ -3,6 +3,7 @@ import {
   ApiKeyId,
   AuditEntryId,
   ChallengeId,
+  DeliveryAttemptId,
   EnvironmentId,
   EventId,
   FeatureFlagId,
@@ -17,6 +18,8 @@ import {
   SettingId,
   TeamId,
   UserId,
+  WebhookEndpointId,
+  WebhookSubscriptionId,
   WorkspaceRef
 } from "@cp/domain"
 import { randomInt } from "node:crypto"
@@ -69,6 +72,9 @@ export const mint = {
   featureFlag: (now: number) => FeatureFlagId.make(newId(IdPrefix.featureFlag, now), trusted),
   secret: (now: number) => SecretId.make(newId(IdPrefix.secret, now), trusted),
   mailMessage: (now: number) => newId(IdPrefix.mailMessage, now),
+  webhookEndpoint: (now: number) => WebhookEndpointId.make(newId(IdPrefix.webhookEndpoint, now), trusted),
+  webhookSubscription: (now: number) => WebhookSubscriptionId.make(newId(IdPrefix.webhookSubscription, now), trusted),
+  deliveryAttempt: (now: number) => DeliveryAttemptId.make(newId(IdPrefix.deliveryAttempt, now), trusted),
   apiKey: (now: number) => ApiKeyId.make(newUuid(now), trusted),
   eventId: (now: number) => EventId.make(newUuid(now), trusted),
   auditEntryId: (now: number) => AuditEntryId.make(newUuid(now), trusted),
