@@ -268,7 +268,7 @@ for (const backend of sqlBackends) {
         ok(created)
       }))
 
-    it.effect("JSON values deeper than 32 levels answer 422 on value; 32 levels are stored", () =>
+    it.effect("JSON values deeper than 32 levels answer 422 on value; 32 levels are stored (under the body cap)", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const { fill, owner } = yield* seeded(baseUrl)
@@ -278,7 +278,7 @@ for (const backend of sqlBackends) {
           call(baseUrl, "POST", path, { token: owner.token, body: `{${fields},"value":${value}}` })
         ok(yield* post(settings, `"key":"deep32"`, nested(32)))
         ok(yield* post(settings, `"key":"object32"`, nestedObject(32)))
-        for (const depth of [33, 5000, 400_000]) {
+        for (const depth of [33, 5000, 150_000]) {
           for (const value of [nested(depth), nestedObject(depth)]) {
             const created = yield* post(settings, `"key":"d${depth}","valueType":"json"`, value)
             assert.match(invalidFields(created)["value"]?.join() ?? "", /32 levels/, created.text)
