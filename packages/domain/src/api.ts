@@ -6,7 +6,9 @@ import { AuditApi } from "./audit.ts"
 import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi } from "./config.ts"
 import { IdentityApi, SessionApi } from "./identity.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
+import { UsageApi } from "./metering.ts"
 import { ProjectsApi } from "./projects.ts"
+import { QuotasApi } from "./quotas.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
@@ -30,6 +32,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(SecretsApi)
   .add(ProjectSecretsApi)
   .add(EnvironmentSecretsApi)
+  .add(UsageApi)
+  .add(QuotasApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -17,7 +17,8 @@ export const IdPrefix = {
   setting: "stg_",
   featureFlag: "flg_",
   secret: "sec_",
-  mailMessage: "msg_"
+  mailMessage: "msg_",
+  quota: "quo_"
 } as const
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
@@ -52,6 +53,8 @@ export const FeatureFlagId = prefixed(IdPrefix.featureFlag).pipe(Schema.brand("F
 export type FeatureFlagId = typeof FeatureFlagId.Type
 export const SecretId = prefixed(IdPrefix.secret).pipe(Schema.brand("SecretId"))
 export type SecretId = typeof SecretId.Type
+export const QuotaId = prefixed(IdPrefix.quota).pipe(Schema.brand("QuotaId"))
+export type QuotaId = typeof QuotaId.Type
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -63,6 +66,12 @@ export const AuditEntryId = uuid().pipe(Schema.brand("AuditEntryId"))
 export type AuditEntryId = typeof AuditEntryId.Type
 export const ApiKeyId = uuid().pipe(Schema.brand("ApiKeyId"))
 export type ApiKeyId = typeof ApiKeyId.Type
+export const UsageRecordId = uuid().pipe(Schema.brand("UsageRecordId"))
+export type UsageRecordId = typeof UsageRecordId.Type
+export const RollupId = uuid().pipe(Schema.brand("RollupId"))
+export type RollupId = typeof RollupId.Type
+export const QuotaViolationId = uuid().pipe(Schema.brand("QuotaViolationId"))
+export type QuotaViolationId = typeof QuotaViolationId.Type
 
 const isUserId = Schema.is(UserId)
 const isServicePrincipalId = Schema.is(ServicePrincipalId)

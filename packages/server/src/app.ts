@@ -32,11 +32,15 @@ import { RateLimiter } from "./platform/rateLimit.ts"
 import { ProjectsHttp } from "./projects/http.ts"
 import { ProjectsService } from "./projects/service.ts"
 import { EnvironmentSweep } from "./projects/sweep.ts"
+import { QuotasHttp } from "./quotas/http.ts"
+import { QuotasService } from "./quotas/service.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
+import { UsageHttp } from "./usage/http.ts"
+import { UsageService } from "./usage/service.ts"
 import { WorkspacesHttp } from "./workspaces/http.ts"
 import { WorkspaceResolverLive } from "./workspaces/resolver.ts"
 import { WorkspacesService } from "./workspaces/service.ts"
@@ -69,7 +73,8 @@ const Services = OAuthService.layer.pipe(
     ProjectsService.layer,
     EnvironmentSweep.layer,
     ConfigService.layer,
-    SecretsService.layer
+    SecretsService.layer,
+    UsageService.layer.pipe(Layer.provideMerge(QuotasService.layer))
   )),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers))
 )
@@ -92,7 +97,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     EnvironmentSecretsHttp,
     ConfigurationHttp,
     ProjectConfigurationHttp,
-    EnvironmentConfigurationHttp
+    EnvironmentConfigurationHttp,
+    UsageHttp,
+    QuotasHttp
   ]),
   Layer.provide(ApiMiddlewareLive)
 )

@@ -14,6 +14,7 @@ import {
   OrganizationsRepo,
   OutboxRepo,
   ProjectsRepo,
+  QuotasRepo,
   RateLimitRepo,
   RoleBindingsRepo,
   SecretsRepo,
@@ -22,7 +23,9 @@ import {
   SessionsRepo,
   TeamsRepo,
   Transactor,
-  UsersRepo
+  UsageRepo,
+  UsersRepo,
+  ViolationsRepo
 } from "@cp/persistence"
 import { Layer } from "effect"
 
@@ -49,7 +52,10 @@ export const RepositoriesSql = Layer.mergeAll(
   EnvironmentsRepo.sql,
   EntitlementsRepo.sql,
   ConfigRepo.sql,
-  SecretsRepo.sql
+  SecretsRepo.sql,
+  UsageRepo.sql,
+  QuotasRepo.sql,
+  ViolationsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -75,5 +81,8 @@ export const RepositoriesMemory = Layer.mergeAll(
   EnvironmentsRepo.memory,
   EntitlementsRepo.memory,
   ConfigRepo.memory,
-  SecretsRepo.memory
+  SecretsRepo.memory,
+  UsageRepo.memory,
+  QuotasRepo.memory,
+  ViolationsRepo.memory
 )

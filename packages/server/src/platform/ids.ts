@@ -11,11 +11,14 @@ import {
   MemberId,
   OrgId,
   ProjectId,
+  QuotaId,
+  QuotaViolationId,
   SecretId,
   ServicePrincipalId,
   SessionId,
   SettingId,
   TeamId,
+  UsageRecordId,
   UserId,
   WorkspaceRef
 } from "@cp/domain"
@@ -68,10 +71,13 @@ export const mint = {
   setting: (now: number) => SettingId.make(newId(IdPrefix.setting, now), trusted),
   featureFlag: (now: number) => FeatureFlagId.make(newId(IdPrefix.featureFlag, now), trusted),
   secret: (now: number) => SecretId.make(newId(IdPrefix.secret, now), trusted),
+  quota: (now: number) => QuotaId.make(newId(IdPrefix.quota, now), trusted),
   mailMessage: (now: number) => newId(IdPrefix.mailMessage, now),
   apiKey: (now: number) => ApiKeyId.make(newUuid(now), trusted),
   eventId: (now: number) => EventId.make(newUuid(now), trusted),
   auditEntryId: (now: number) => AuditEntryId.make(newUuid(now), trusted),
+  usageRecord: (now: number) => UsageRecordId.make(newUuid(now), trusted),
+  quotaViolation: (now: number) => QuotaViolationId.make(newUuid(now), trusted),
   /** Role bindings, team grants and security events: UUIDv7 rows never named on the wire by id. */
   roleBinding: (now: number) => newUuid(now),
   teamGrant: (now: number) => newUuid(now),
