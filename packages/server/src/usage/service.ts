@@ -158,7 +158,11 @@ export class UsageService extends Context.Service<UsageService, {
           })
         }
         const stored = yield* tx.withTransaction(Effect.gen(function*() {
-          const rows = yield* usage.ingest({ records: candidates.map((c) => c.row), at: now })
+          // Key order is lock order: two batches sharing keys in any order wait for each other, never deadlock.
+          const ordered = candidates.map((c) => c.row).sort((x, y) =>
+            x.idempotencyKey < y.idempotencyKey ? -1 : x.idempotencyKey > y.idempotencyKey ? 1 : 0
+          )
+          const rows = yield* usage.ingest({ records: ordered, at: now })
           yield* quotas.afterIngest(eventActorOf(actor), orgId, rows)
           return rows
         }))
