@@ -51,11 +51,18 @@ describe.skipIf(DATABASE_URL === undefined || DATABASE_URL === "")("usage ingest
         for (let round = 0; round < 3; round++) {
           const shared = Array.from({ length: 150 }, () => randomUUID())
           const own = (n: number) => Array.from({ length: n }, () => randomUUID())
-          const batchOf = (extra: ReadonlyArray<string>) =>
-            [...shared, ...extra].map((idempotencyKey) => ({ metric: "race", idempotencyKey, quantity: 2 }))
+          const batchOf = (keys: ReadonlyArray<string>) =>
+            keys.map((idempotencyKey) => ({ metric: "race", idempotencyKey, quantity: 2 }))
+          // The shared keys in opposite orders: the two statements must not deadlock.
           const [resA, resB] = yield* Effect.all([
-            call(a.baseUrl, "POST", `${path}/usage/batch`, { token, body: { records: batchOf(own(50)) } }),
-            call(b.baseUrl, "POST", `${path}/usage/batch`, { token, body: { records: batchOf(own(50)) } })
+            call(a.baseUrl, "POST", `${path}/usage/batch`, {
+              token,
+              body: { records: batchOf([...shared, ...own(50)]) }
+            }),
+            call(b.baseUrl, "POST", `${path}/usage/batch`, {
+              token,
+              body: { records: batchOf([...own(50), ...[...shared].reverse()]) }
+            })
           ], { concurrency: "unbounded" })
           const results = [resA, resB].flatMap((res) =>
             ok(res ?? assert.fail("answer"), { results: Schema.Array(BatchItemResult) }).results
