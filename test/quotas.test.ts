@@ -13,6 +13,7 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { decisionByAction } from "./support/access.ts"
+import { cpctlAs, printedAs } from "./support/cli.ts"
 import { failed, invalidFields, nextCursor, ok, pageOf, type Res } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
@@ -306,6 +307,67 @@ for (const backend of sqlBackends) {
             "cursor"
           )
         }))
+
+      if (backend === "pglite") {
+        it.effect("cpctl quotas set (create, then change) | list | check | violations | delete", () =>
+          Effect.gen(function*() {
+            const { as, baseUrl, personal, projectId, token } = yield* owner
+            const ws = ["-w", personal.id]
+            const set = (limit: string) =>
+              cpctlAs(
+                baseUrl,
+                token,
+                "--json",
+                "quotas",
+                "set",
+                "cli.jobs",
+                "--limit",
+                limit,
+                "--period",
+                "day",
+                "--enforcement",
+                "hard",
+                "--project",
+                projectId,
+                ...ws
+              )
+            const made = yield* set("5")
+            assert.strictEqual(made.exitCode, 0, made.stderr)
+            const quota = printedAs(made, Quota)
+            const changed = printedAs(yield* set("2"), Quota)
+            assert.deepInclude(changed, { id: quota.id, limit: 2 })
+            const listed = yield* cpctlAs(baseUrl, token, "quotas", "list", ...ws)
+            assert.include(listed.stdout, quota.id)
+            yield* use(as, { metric: "cli.jobs", quantity: 3, projectId, resourceId: "cli-r" })
+            const check = yield* cpctlAs(
+              baseUrl,
+              token,
+              "--json",
+              "quotas",
+              "check",
+              "cli.jobs",
+              "--project",
+              projectId,
+              ...ws
+            )
+            assert.deepInclude(printedAs(check, QuotaDecision), { allowed: false, used: 3, reason: "quota_exceeded" })
+            const violations = yield* cpctlAs(
+              baseUrl,
+              token,
+              "--json",
+              "quotas",
+              "violations",
+              "--resource",
+              "cli-r",
+              ...ws
+            )
+            assert.strictEqual(printedAs(violations, Schema.Array(QuotaViolation)).length, 1)
+            const deleted = yield* cpctlAs(baseUrl, token, "quotas", "delete", quota.id, "--yes", ...ws)
+            assert.strictEqual(deleted.exitCode, 0, deleted.stderr)
+            const gone = yield* cpctlAs(baseUrl, token, "quotas", "delete", quota.id, "--yes", ...ws)
+            assert.include(gone.stderr, "not_found")
+          }))
+      }
     }
   )
 }

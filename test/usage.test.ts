@@ -12,6 +12,7 @@ import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
+import { cpctlAs, cpctlRun, printedAs, tokenEnv } from "./support/cli.ts"
 import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
@@ -305,6 +306,53 @@ for (const backend of sqlBackends) {
             )
           )
         }))
+
+      if (backend === "pglite") {
+        it.effect("cpctl usage record | batch (NDJSON on stdin) | summary; a repeated key exits naming conflict", () =>
+          Effect.gen(function*() {
+            const { baseUrl, personal, projectId, token } = yield* owner
+            const ws = ["-w", personal.id]
+            const recorded = yield* cpctlAs(
+              baseUrl,
+              token,
+              "--json",
+              "usage",
+              "record",
+              "cli.calls",
+              "--key",
+              "one",
+              "--quantity",
+              "3",
+              "--project",
+              projectId,
+              "--meta",
+              "region=eu",
+              ...ws
+            )
+            assert.strictEqual(recorded.exitCode, 0, recorded.stderr)
+            assert.deepInclude(printedAs(recorded, UsageRecord), { quantity: 3, projectId, metadata: { region: "eu" } })
+            const again = yield* cpctlAs(baseUrl, token, "usage", "record", "cli.calls", "--key", "one", ...ws)
+            assert.notStrictEqual(again.exitCode, 0)
+            assert.include(again.stderr, "conflict")
+            const ndjson = [
+              JSON.stringify({ metric: "cli.calls", idempotencyKey: "two", quantity: 4 }),
+              "",
+              JSON.stringify({ metric: "cli.calls", idempotencyKey: "one" }),
+              JSON.stringify({ metric: "cli.calls", idempotencyKey: "three", quantity: -1 })
+            ].join("\n")
+            const batch = yield* cpctlRun(tokenEnv(baseUrl, token), ["--json", "usage", "batch", ...ws], ndjson)
+            assert.strictEqual(batch.exitCode, 0, batch.stderr)
+            const results = printedAs(batch, Schema.Array(Schema.Struct({ line: Schema.Number, ok: Schema.Boolean })))
+            assert.deepStrictEqual(results.map((r) => [r.line, r.ok]), [[1, true], [3, false], [4, false]])
+            const notJson = yield* cpctlRun(tokenEnv(baseUrl, token), ["usage", "batch", ...ws], "{nope")
+            assert.strictEqual(notJson.exitCode, 2, notJson.stderr)
+            const summary = yield* cpctlAs(baseUrl, token, "--json", "usage", "summary", "cli.calls", ...ws)
+            assert.strictEqual(summary.exitCode, 0, summary.stderr)
+            assert.deepInclude(printedAs(summary, UsageSummary), { totalQuantity: 7, totalRecords: 2 })
+            const human = yield* cpctlAs(baseUrl, token, "usage", "summary", "cli.calls", "--bucket", "hour", ...ws)
+            assert.include(human.stdout, "total 7 from 2 records")
+          }))
+      }
     }
   )
 }

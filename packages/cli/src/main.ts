@@ -11,8 +11,10 @@ import { flags } from "./commands/flags.ts"
 import { invitations } from "./commands/invitations.ts"
 import { members } from "./commands/members.ts"
 import { envs, projects } from "./commands/projects.ts"
+import { quotas } from "./commands/quotas.ts"
 import { secrets } from "./commands/secrets.ts"
 import { teams } from "./commands/teams.ts"
+import { usage } from "./commands/usage.ts"
 import { workspaces } from "./commands/workspaces.ts"
 import { type CpctlError, reportFailure } from "./errors.ts"
 import { JsonOutput } from "./output.ts"
@@ -36,7 +38,9 @@ export const cpctl = Command.make("cpctl").pipe(
     access,
     secrets,
     config,
-    flags
+    flags,
+    usage,
+    quotas
   ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )
