@@ -31,6 +31,7 @@ export const bucketStartOf = (bucketType: BucketType, at: Date): Date => {
 }
 
 const SumRow = Schema.Struct({ used: Schema.Number })
+const IdRow = Schema.Struct({ id: Schema.String })
 
 /** Whether a row of a scope belongs to the asked scope: every row of the workspace, of the project, or of the env. */
 const inScope = (
@@ -169,29 +170,31 @@ export class UsageRepo extends Context.Service<UsageRepo, {
                 record_count = usage_rollups.record_count + excluded.record_count,
                 updated_at = excluded.updated_at`
       }
-      const ingest = flow(
-        SqlSchema.findAll({
-          Request: UsageIngest,
-          Result: UsageRecordRowSchema,
-          execute: ({ at, records }) => {
-            const rows: ReadonlyArray<Record<string, unknown>> = records.map((row) => ({
-              ...row,
-              metadata: row.metadata === null ? null : sql.json(row.metadata)
-            }))
-            if (!Arr.isReadonlyArrayNonEmpty(rows)) return sql`select ${recordColumns} from usage_records where false`
-            return sql`
-              with stored as (
-                insert into usage_records ${sql.insert(rows)}
-                on conflict (org_id, idempotency_key) do nothing
-                returning *
-              ),
-              hourly as (${rollUp("hour", at)}),
-              daily as (${rollUp("day", at)})
-              select ${recordColumns} from stored`
-          }
-        }),
-        Effect.orDie
-      )
+      const decodeIds = Schema.decodeUnknownEffect(Schema.Array(IdRow))
+      /** The statement answers only the stored ids: the rows themselves are the caller's, not decoded again. */
+      const ingest = ({ at, records }: UsageIngest): Effect.Effect<ReadonlyArray<UsageRecordRow>> => {
+        const rows: ReadonlyArray<Record<string, unknown>> = records.map((row) => ({
+          ...row,
+          metadata: row.metadata === null ? null : sql.json(row.metadata)
+        }))
+        if (!Arr.isReadonlyArrayNonEmpty(rows)) return Effect.succeed([])
+        return sql`
+          with stored as (
+            insert into usage_records ${sql.insert(rows)}
+            on conflict (org_id, idempotency_key) do nothing
+            returning id, org_id, project_id, environment_id, metric, quantity, recorded_at
+          ),
+          hourly as (${rollUp("hour", at)}),
+          daily as (${rollUp("day", at)})
+          select id from stored`.pipe(
+          Effect.flatMap(decodeIds),
+          Effect.map((stored) => {
+            const ids = new Set(stored.map((row) => row.id))
+            return records.filter((row) => ids.has(row.id))
+          }),
+          Effect.orDie
+        )
+      }
       return UsageRepo.of({
         ingest,
         findByKeys: flow(
