@@ -16,20 +16,15 @@ import { decisionByAction } from "./support/access.ts"
 import { cpctlAs, printedAs } from "./support/cli.ts"
 import { failed, invalidFields, nextCursor, ok, pageOf, type Res } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
-import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
+import { call, sqlBackends, TestServer, testServerOver, type WorkspaceApi, workspaceApi } from "./support/server.ts"
 import { createProject, signIn, signInWithPersonal } from "./support/session.ts"
 
 for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `quotas [${backend}]`,
     (it) => {
-      type Api = (method: string, path: string, body?: unknown) => Effect.Effect<Res, never, TestServer>
-      const api = (token: string, orgId: string): Api => (method, path, body) =>
-        Effect.flatMap(
-          TestServer,
-          ({ baseUrl }) =>
-            call(baseUrl, method, `/v1/organizations/${orgId}${path}`, body === undefined ? { token } : { token, body })
-        )
+      type Api = WorkspaceApi
+      const api = workspaceApi
       const owner = Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* signInWithPersonal(baseUrl, "quota")

@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctlAs, cpctlRun, printedAs, tokenEnv } from "./support/cli.ts"
 import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
-import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
+import { call, sqlBackends, TestServer, testServerOver, workspaceApi } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
 
 const MINUTE = 60 * 1000
@@ -24,13 +24,7 @@ for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `usage [${backend}]`,
     (it) => {
-      type Api = (method: string, path: string, body?: unknown) => Effect.Effect<Res, never, TestServer>
-      const api = (token: string, orgId: string): Api => (method, path, body) =>
-        Effect.flatMap(
-          TestServer,
-          ({ baseUrl }) =>
-            call(baseUrl, method, `/v1/organizations/${orgId}${path}`, body === undefined ? { token } : { token, body })
-        )
+      const api = workspaceApi
       const owner = Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const user = yield* signInWithPersonal(baseUrl, "usage")

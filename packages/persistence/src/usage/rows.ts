@@ -21,21 +21,6 @@ export const UsageKeys = Schema.Struct({ orgId: OrgId, keys: Schema.Array(Schema
 export type UsageKeys = typeof UsageKeys.Type
 
 /**
- * The rollups of one metric and bucket type with `bucketStart` in [start, end), narrowed to a project (and an
- * environment) when given; ordered by bucketStart, then project and environment (nulls first).
- */
-export const RollupQuery = Schema.Struct({
-  orgId: OrgId,
-  metric: Schema.String,
-  bucketType: BucketType,
-  start: Schema.Date,
-  end: Schema.Date,
-  projectId: Schema.NullOr(ProjectId),
-  environmentId: Schema.NullOr(EnvironmentId)
-})
-export type RollupQuery = typeof RollupQuery.Type
-
-/**
  * The quantity of a scope's records of one metric recorded in [start, end) (both on hour boundaries): the workspace
  * (no project), a project (every environment of it) or one environment.
  */
@@ -48,3 +33,10 @@ export const UsageInWindow = Schema.Struct({
   environmentId: Schema.NullOr(EnvironmentId)
 })
 export type UsageInWindow = typeof UsageInWindow.Type
+
+/**
+ * The rollups of one metric and bucket type with `bucketStart` in [start, end), narrowed to a project (and an
+ * environment) when given; ordered by bucketStart, then project and environment (nulls first).
+ */
+export const RollupQuery = Schema.Struct({ ...UsageInWindow.fields, bucketType: BucketType })
+export type RollupQuery = typeof RollupQuery.Type
