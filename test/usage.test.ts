@@ -172,6 +172,43 @@ for (const backend of sqlBackends) {
           )
         }))
 
+      it.effect("a batch refuses per item a project of another workspace and an environment of another project", () =>
+        Effect.gen(function*() {
+          const { as, personal, projectId } = yield* owner
+          const other = yield* owner
+          const foreignEnv = ok(yield* other.as("POST", `/projects/${other.projectId}/environments`, { name: "e" }), {
+            environment: Environment
+          }).environment.id
+          const results = resultsOf(
+            yield* as("POST", "/usage/batch", {
+              records: [
+                { metric: "m", idempotencyKey: key(), projectId: other.projectId },
+                { metric: "m", idempotencyKey: key(), projectId, environmentId: foreignEnv },
+                { metric: "m", idempotencyKey: key(), environmentId: foreignEnv },
+                { metric: "m", idempotencyKey: key(), quantity: 2 ** 53 },
+                {
+                  metric: "m",
+                  idempotencyKey: key(),
+                  metadata: Object.fromEntries(
+                    Array.from({ length: 51 }, (_, i) => [`k${i}`, "v"])
+                  )
+                }
+              ]
+            })
+          )
+          const fields = results.map((r) =>
+            r.ok ? "stored" : `${r.error.kind}:${Object.keys(r.error.fields ?? {}).join()}`
+          )
+          assert.deepStrictEqual(fields, [
+            "validation_failed:projectId",
+            "validation_failed:environmentId",
+            "validation_failed:environmentId",
+            "validation_failed:quantity",
+            "validation_failed:metadata"
+          ])
+          assert.strictEqual(yield* storedCount(personal.id), 0)
+        }))
+
       it.effect("a batch answers per record in order: stored, validation_failed, duplicates (stored, in-batch)", () =>
         Effect.gen(function*() {
           const { as, personal, projectId } = yield* owner
