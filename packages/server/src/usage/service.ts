@@ -157,13 +157,14 @@ export class UsageService extends Context.Service<UsageService, {
             }
           })
         }
+        const applicable = yield* quotas.quotasFor(orgId, candidates.map((c) => c.row.metric))
         const stored = yield* tx.withTransaction(Effect.gen(function*() {
           // Key order is lock order: two batches sharing keys in any order wait for each other, never deadlock.
           const ordered = candidates.map((c) => c.row).sort((x, y) =>
             x.idempotencyKey < y.idempotencyKey ? -1 : x.idempotencyKey > y.idempotencyKey ? 1 : 0
           )
           const rows = yield* usage.ingest({ records: ordered, at: now })
-          yield* quotas.afterIngest(eventActorOf(actor), orgId, rows)
+          yield* quotas.afterIngest(eventActorOf(actor), orgId, rows, applicable)
           return rows
         }))
         const storedIds = new Set(stored.map((row) => row.id))
