@@ -107,8 +107,21 @@ export const ViolationsQuery = {
   resourceId: Schema.optionalKey(ResourceId)
 }
 
+const QuotaChangeData = Schema.Struct({
+  quotaId: QuotaId,
+  metric: Schema.String,
+  limit: Schema.Number,
+  period: QuotaPeriod,
+  enforcement: Enforcement,
+  projectId: Schema.NullOr(ProjectId),
+  environmentId: Schema.NullOr(EnvironmentId)
+})
+
 /** The `data` of each event this area records, by event type (for the event catalog). */
 export const QuotaEventData = {
+  "quota.created": QuotaChangeData,
+  "quota.updated": QuotaChangeData,
+  "quota.deleted": QuotaChangeData,
   "quota.exceeded": Schema.Struct({
     violationId: QuotaViolationId,
     quotaId: Schema.NullOr(QuotaId),
