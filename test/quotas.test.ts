@@ -5,7 +5,7 @@
  * raised as usage grows, with one `quota.exceeded` event each. Period boundaries are `TestClock` tests in
  * packages/server/test/quotas. Runs on PGlite, and on PostgreSQL when `DATABASE_URL` is set.
  */
-import { Environment, Quota, QuotaDecision, QuotaViolation } from "@cp/domain"
+import { Environment, Quota, QuotaDecision, QuotaEventData, QuotaViolation } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
@@ -265,6 +265,11 @@ for (const backend of sqlBackends) {
           const events = yield* exceededEvents(personal.id)
           assert.strictEqual(events.length, 1)
           assert.strictEqual(events[0]?.used, 5)
+          // The event's data is what the catalog declares.
+          const data = Schema.decodeUnknownSync(QuotaEventData["quota.exceeded"])(events[0])
+          assert.strictEqual(data.quotaId, quota.id)
+          assert.strictEqual(data.violationId, violation?.id)
+          assert.strictEqual(data.limit, 5)
           const filtered = (query: string) =>
             Effect.map(
               as("GET", `/quotas/violations?${query}`),
