@@ -1,4 +1,5 @@
 /** Quotas: one per (workspace, metric, period, scope); a second is a `UniqueViolation` on `quotas_scope_key`. */
+import { OrgId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import type { UniqueViolation } from "../errors.ts"
@@ -6,7 +7,6 @@ import { idPosition, keysetQuery, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { compositeKey, insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
 import { insertRow } from "../stored.ts"
-import { OrgId } from "@cp/domain/ids"
 import { PlanQuota, PlanQuotaEntry, QuotaChange, QuotaKey, QuotaRow, QuotasOfMetric, QuotasPage } from "./rows.ts"
 
 export const quotasScopeConstraint = "quotas_scope_key"
