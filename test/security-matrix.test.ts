@@ -26,6 +26,7 @@ import {
   OutboxMessage,
   type Permission,
   Project,
+  Quota,
   ReachesHiddenWorkspace,
   RequiredAccess,
   type Requirement,
@@ -380,6 +381,16 @@ const secretFixtures = (
 
 const none = (): Effect.Effect<Req> => Effect.succeed({})
 
+/** A workspace quota on a metric of its own (one quota per metric, period and scope). */
+const newQuotaBody = () => ({
+  metric: `matrix.${randomUUID().slice(0, 8)}`,
+  limit: 10,
+  period: "day",
+  enforcement: "soft"
+})
+const newQuota = (ctx: Ctx) =>
+  Effect.map(asCreator(ctx, "POST", "/quotas", { quota: Quota }, newQuotaBody()), (data) => data.quota.id)
+
 /**
  * A webhook endpoint of the workspace, written straight into the database after every earlier one is removed (the
  * matrix makes more than the 20 a workspace may hold). Its URL is loopback, which the server (without
@@ -660,7 +671,21 @@ const fixtures: Readonly<Record<string, Fixture>> = {
     request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId }, body: { name: "Staging" } }))
   },
   "projects.getEnvironment": { request: (ctx) => Effect.map(newEnvironment(ctx), (params) => ({ params })) },
-  "projects.archiveEnvironment": { request: (ctx) => Effect.map(newEnvironment(ctx), (params) => ({ params })) }
+  "projects.archiveEnvironment": { request: (ctx) => Effect.map(newEnvironment(ctx), (params) => ({ params })) },
+
+  "usage.record": { request: () => Effect.succeed({ body: { metric: "matrix.calls", idempotencyKey: randomUUID() } }) },
+  "usage.batch": {
+    request: () => Effect.succeed({ body: { records: [{ metric: "matrix.calls", idempotencyKey: randomUUID() }] } })
+  },
+  "usage.summary": { request: () => Effect.succeed({ query: { metric: "matrix.calls" } }) },
+  "quotas.list": { request: none },
+  "quotas.create": { request: () => Effect.succeed({ body: newQuotaBody() }) },
+  "quotas.update": {
+    request: (ctx) => Effect.map(newQuota(ctx), (quotaId) => ({ params: { quotaId }, body: { limit: 5 } }))
+  },
+  "quotas.delete": { request: (ctx) => Effect.map(newQuota(ctx), (quotaId) => ({ params: { quotaId } })) },
+  "quotas.check": { request: () => Effect.succeed({ body: { metric: "matrix.calls" } }) },
+  "quotas.violations": { request: none }
 }
 
 /** How a call came out, in the terms the matrix speaks. */

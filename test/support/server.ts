@@ -13,6 +13,7 @@ import { Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClientRequest, HttpServer } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { type Backend, databaseLayer } from "../../packages/persistence/test/harness.ts"
+import type { Res } from "./envelope.ts"
 
 /** The SQL databases a suite runs on: PGlite, and PostgreSQL too when `DATABASE_URL` names a server. */
 export const sqlBackends: ReadonlyArray<Exclude<Backend, "memory">> = process.env["DATABASE_URL"]
@@ -92,6 +93,17 @@ export const call = (
     }
     return { status: response.status, headers: response.headers, text, json }
   })
+
+/** A caller of one workspace's routes on the test server: `(method, "/projects", body?)` as `token`. */
+export type WorkspaceApi = (method: string, path: string, body?: unknown) => Effect.Effect<Res, never, TestServer>
+
+/** Raw HTTP under `/v1/organizations/{orgId}` on the test server, as `token`. */
+export const workspaceApi = (token: string, orgId: string): WorkspaceApi => (method, path, body) =>
+  Effect.flatMap(
+    TestServer,
+    ({ baseUrl }) =>
+      call(baseUrl, method, `/v1/organizations/${orgId}${path}`, body === undefined ? { token } : { token, body })
+  )
 
 /** The typed client derived from the domain API, authenticated with `token`. */
 export const clientFor = (baseUrl: string, token = "") =>

@@ -11,8 +11,10 @@ import { flags } from "./commands/flags.ts"
 import { invitations } from "./commands/invitations.ts"
 import { members } from "./commands/members.ts"
 import { envs, projects } from "./commands/projects.ts"
+import { quotas } from "./commands/quotas.ts"
 import { secrets } from "./commands/secrets.ts"
 import { teams } from "./commands/teams.ts"
+import { usage } from "./commands/usage.ts"
 import { webhooks } from "./commands/webhooks.ts"
 import { workspaces } from "./commands/workspaces.ts"
 import { type CpctlError, reportFailure } from "./errors.ts"
@@ -38,7 +40,9 @@ export const cpctl = Command.make("cpctl").pipe(
     secrets,
     config,
     flags,
-    webhooks
+    webhooks,
+    usage,
+    quotas
   ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )

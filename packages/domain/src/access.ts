@@ -31,6 +31,7 @@ export const workspacePermissions = [
   "organization.config.write",
   "organization.metering.read",
   "organization.metering.write",
+  "organization.quota.manage",
   "billing.read",
   "billing.manage",
   "organization.integration.read",

@@ -6,7 +6,9 @@ import { AuditApi } from "./audit.ts"
 import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi } from "./config.ts"
 import { IdentityApi, SessionApi } from "./identity.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
+import { UsageApi } from "./metering.ts"
 import { ProjectsApi } from "./projects.ts"
+import { QuotasApi } from "./quotas.ts"
 import { finishReference, introduction } from "./reference.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
@@ -33,6 +35,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(ProjectSecretsApi)
   .add(EnvironmentSecretsApi)
   .add(WebhooksApi)
+  .add(UsageApi)
+  .add(QuotasApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -20,7 +20,8 @@ export const IdPrefix = {
   mailMessage: "msg_",
   webhookEndpoint: "whe_",
   webhookSubscription: "whs_",
-  deliveryAttempt: "whd_"
+  deliveryAttempt: "whd_",
+  quota: "quo_"
 } as const
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
@@ -59,6 +60,8 @@ export const FeatureFlagId = prefixed(IdPrefix.featureFlag).pipe(Schema.brand("F
 export type FeatureFlagId = typeof FeatureFlagId.Type
 export const SecretId = prefixed(IdPrefix.secret).pipe(Schema.brand("SecretId"))
 export type SecretId = typeof SecretId.Type
+export const QuotaId = prefixed(IdPrefix.quota).pipe(Schema.brand("QuotaId"))
+export type QuotaId = typeof QuotaId.Type
 
 export const WebhookEndpointId = prefixed(IdPrefix.webhookEndpoint).pipe(Schema.brand("WebhookEndpointId"))
 export type WebhookEndpointId = typeof WebhookEndpointId.Type
@@ -79,6 +82,12 @@ export const AuditEntryId = uuid().pipe(Schema.brand("AuditEntryId"))
 export type AuditEntryId = typeof AuditEntryId.Type
 export const ApiKeyId = uuid().pipe(Schema.brand("ApiKeyId"))
 export type ApiKeyId = typeof ApiKeyId.Type
+export const UsageRecordId = uuid().pipe(Schema.brand("UsageRecordId"))
+export type UsageRecordId = typeof UsageRecordId.Type
+export const RollupId = uuid().pipe(Schema.brand("RollupId"))
+export type RollupId = typeof RollupId.Type
+export const QuotaViolationId = uuid().pipe(Schema.brand("QuotaViolationId"))
+export type QuotaViolationId = typeof QuotaViolationId.Type
 
 const isUserId = Schema.is(UserId)
 const isServicePrincipalId = Schema.is(ServicePrincipalId)

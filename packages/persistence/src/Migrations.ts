@@ -14,6 +14,7 @@ import entitlements from "./migrations/0008_entitlements.ts"
 import config from "./migrations/0009_config.ts"
 import secrets from "./migrations/0010_secrets.ts"
 import webhooks from "./migrations/0011_webhooks.ts"
+import metering from "./migrations/0012_metering.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -27,7 +28,8 @@ export const migrations = {
   "0008_entitlements": entitlements,
   "0009_config": config,
   "0010_secrets": secrets,
-  "0011_webhooks": webhooks
+  "0011_webhooks": webhooks,
+  "0012_metering": metering
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

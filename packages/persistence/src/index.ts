@@ -45,6 +45,12 @@ export * from "./config/rows.ts"
 export * from "./secrets/rows.ts"
 export * from "./secrets/SecretsRepo.ts"
 
+export * from "./usage/rows.ts"
+export * from "./usage/UsageRepo.ts"
 export * from "./webhooks/DeliveriesRepo.ts"
 export * from "./webhooks/EndpointsRepo.ts"
 export * from "./webhooks/rows.ts"
+
+export * from "./quotas/QuotasRepo.ts"
+export * from "./quotas/rows.ts"
+export * from "./quotas/ViolationsRepo.ts"

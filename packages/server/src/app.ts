@@ -32,11 +32,15 @@ import { RateLimiter } from "./platform/rateLimit.ts"
 import { ProjectsHttp } from "./projects/http.ts"
 import { ProjectsService } from "./projects/service.ts"
 import { EnvironmentSweep } from "./projects/sweep.ts"
+import { QuotasHttp } from "./quotas/http.ts"
+import { QuotasService } from "./quotas/service.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
+import { UsageHttp } from "./usage/http.ts"
+import { UsageService } from "./usage/service.ts"
 import { DestinationGuard, WebhookSender, WebhookWorker } from "./webhooks/delivery.ts"
 import { WebhooksHttp } from "./webhooks/http.ts"
 import { WebhooksService } from "./webhooks/service.ts"
@@ -79,7 +83,8 @@ const Services = OAuthService.layer.pipe(
     EnvironmentSweep.layer,
     ConfigService.layer,
     SecretsService.layer,
-    WebhooksService.layer
+    WebhooksService.layer,
+    UsageService.layer.pipe(Layer.provideMerge(QuotasService.layer))
   )),
   Layer.provideMerge(WebhookDelivery),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers))
@@ -104,7 +109,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     ConfigurationHttp,
     ProjectConfigurationHttp,
     EnvironmentConfigurationHttp,
-    WebhooksHttp
+    WebhooksHttp,
+    UsageHttp,
+    QuotasHttp
   ]),
   Layer.provide(ApiMiddlewareLive)
 )

@@ -14,6 +14,7 @@ import {
   OrganizationsRepo,
   OutboxRepo,
   ProjectsRepo,
+  QuotasRepo,
   RateLimitRepo,
   RoleBindingsRepo,
   SecretsRepo,
@@ -22,7 +23,9 @@ import {
   SessionsRepo,
   TeamsRepo,
   Transactor,
+  UsageRepo,
   UsersRepo,
+  ViolationsRepo,
   WebhookDeliveriesRepo,
   WebhookEndpointsRepo
 } from "@cp/persistence"
@@ -53,7 +56,10 @@ export const RepositoriesSql = Layer.mergeAll(
   ConfigRepo.sql,
   SecretsRepo.sql,
   WebhookEndpointsRepo.sql,
-  WebhookDeliveriesRepo.sql
+  WebhookDeliveriesRepo.sql,
+  UsageRepo.sql,
+  QuotasRepo.sql,
+  ViolationsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -81,5 +87,8 @@ export const RepositoriesMemory = Layer.mergeAll(
   ConfigRepo.memory,
   SecretsRepo.memory,
   WebhookEndpointsRepo.memory,
-  WebhookDeliveriesRepo.memory
+  WebhookDeliveriesRepo.memory,
+  UsageRepo.memory,
+  QuotasRepo.memory,
+  ViolationsRepo.memory
 )

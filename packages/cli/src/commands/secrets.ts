@@ -17,6 +17,7 @@ import {
   fetchRows,
   flagWords,
   pageFlags,
+  readStdin,
   type Scope,
   type ScopeFlags,
   scopeOf,
@@ -44,13 +45,6 @@ const scopeFlags = {
     "Environment (env_… or slug): the environment scope (needs --project)"
   )
 }
-
-/** Everything on stdin, less one trailing newline (what `echo` and most editors add). */
-const readStdin = Effect.promise(async () => {
-  const chunks: Array<Buffer> = []
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "")
-})
 
 /** The secret value: a hidden prompt on a terminal, else stdin. Never an argument or a flag. */
 const readValue = Effect.gen(function*() {

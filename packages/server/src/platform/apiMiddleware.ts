@@ -123,9 +123,12 @@ export const WorkspaceAuthorizationLive = Layer.succeed(WorkspaceAuthorization)(
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
 /** `details.fields`: dotted path of each failing field → its messages (`_` for the value as a whole). */
-const fieldsOf = (error: HttpApiSchemaError): Record<string, Array<string>> => {
+const fieldsOf = (error: HttpApiSchemaError): Record<string, Array<string>> => issueFields(error.cause.issue)
+
+/** The `details.fields` of a schema issue (also a batch item's `fields`). */
+export const issueFields = (cause: SchemaIssue.Issue): Record<string, Array<string>> => {
   const fields: Record<string, Array<string>> = {}
-  for (const issue of formatIssues(error.cause.issue).issues) {
+  for (const issue of formatIssues(cause).issues) {
     const field = (issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))
       .join(".") || "_"
     ;(fields[field] ??= []).push(issue.message)

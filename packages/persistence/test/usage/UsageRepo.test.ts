@@ -1,0 +1,104 @@
+/**
+ * The usage repository's contract on memory, PGlite and (with `DATABASE_URL`) PostgreSQL: one statement stores the
+ * records whose keys the workspace lacks (keys are per workspace), adds exactly those to their hourly and daily
+ * rollups, and the reads (keys, rollups in summary order, windowed sums by nested scope) agree on every backend.
+ */
+import { IdPrefix, ProjectId, UsageRecordId } from "@cp/domain/ids"
+import { assert } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { ProjectsRepo } from "../../src/projects/ProjectsRepo.ts"
+import type { UsageRecordRow } from "../../src/usage/rows.ts"
+import { UsageRepo } from "../../src/usage/UsageRepo.ts"
+import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
+import type { OrganizationRow } from "../../src/workspaces/rows.ts"
+import { accountRootRow, at, newId } from "../fixtures.ts"
+import { describeContract } from "../harness.ts"
+
+const implementations = {
+  memory: Layer.mergeAll(UsageRepo.memory, OrganizationsRepo.memory, ProjectsRepo.memory),
+  sql: Layer.mergeAll(UsageRepo.sql, OrganizationsRepo.sql, ProjectsRepo.sql)
+}
+
+const setup = Effect.gen(function*() {
+  const org = accountRootRow("Usage")
+  yield* (yield* OrganizationsRepo).insert(org).pipe(Effect.orDie)
+  const projectId = newId(ProjectId, IdPrefix.project)
+  yield* (yield* ProjectsRepo).insert({
+    id: projectId,
+    orgId: org.id,
+    name: "P",
+    slug: `p-${randomUUID()}`,
+    status: "active",
+    createdAt: at(0),
+    updatedAt: at(0),
+    archivedAt: null
+  }).pipe(Effect.orDie)
+  return { org, projectId }
+})
+
+const recordRow = (
+  org: OrganizationRow,
+  minutes: number,
+  overrides: Partial<UsageRecordRow> = {}
+): UsageRecordRow => ({
+  id: UsageRecordId.make(randomUUID()),
+  orgId: org.id,
+  projectId: null,
+  environmentId: null,
+  resourceId: null,
+  metric: "calls",
+  quantity: 1,
+  idempotencyKey: randomUUID(),
+  recordedAt: at(minutes),
+  metadata: null,
+  createdAt: at(minutes),
+  ...overrides
+})
+
+describeContract("UsageRepo", implementations, (it) => {
+  it.effect("ingest stores new keys only (per workspace) and answers the stored rows as given", () =>
+    Effect.gen(function*() {
+      const usage = yield* UsageRepo
+      const { org } = yield* setup
+      const { org: other } = yield* setup
+      const first = recordRow(org, 1, { quantity: Number.MAX_SAFE_INTEGER, metadata: { a: "b" }, resourceId: "r" })
+      assert.deepStrictEqual(yield* usage.ingest({ records: [first], at: at(1) }), [first])
+      const again = recordRow(org, 2, { idempotencyKey: first.idempotencyKey })
+      const fresh = recordRow(org, 2)
+      const elsewhere = recordRow(other, 2, { idempotencyKey: first.idempotencyKey })
+      const stored = yield* usage.ingest({ records: [again, fresh, elsewhere], at: at(2) })
+      assert.sameMembers(stored.map((row) => row.id), [fresh.id, elsewhere.id])
+      assert.deepStrictEqual(yield* usage.findByKeys({ orgId: org.id, keys: [first.idempotencyKey, "none"] }), [first])
+      assert.deepStrictEqual(yield* usage.ingest({ records: [], at: at(3) }), [])
+    }))
+
+  it.effect("rollups add exactly the stored records, per scope and UTC bucket, in summary order", () =>
+    Effect.gen(function*() {
+      const usage = yield* UsageRepo
+      const { org, projectId } = yield* setup
+      const a = recordRow(org, 10, { quantity: 2 })
+      const b = recordRow(org, 20, { quantity: 3, projectId })
+      const c = recordRow(org, 70, { quantity: 4 })
+      yield* usage.ingest({ records: [a, b, c], at: at(70) })
+      yield* usage.ingest({
+        records: [recordRow(org, 75, { idempotencyKey: a.idempotencyKey, quantity: 100 })],
+        at: at(75)
+      })
+      const query = { orgId: org.id, metric: "calls", start: at(-60 * 24), end: at(60 * 24), environmentId: null }
+      const hours = yield* usage.rollups({ ...query, bucketType: "hour", projectId: null })
+      assert.deepStrictEqual(
+        hours.map((r) => [r.bucketStart.toISOString(), r.projectId, r.quantity, r.recordCount]),
+        [
+          [at(0).toISOString(), null, 2, 1],
+          [at(0).toISOString(), projectId, 3, 1],
+          [at(60).toISOString(), null, 4, 1]
+        ]
+      )
+      const days = yield* usage.rollups({ ...query, bucketType: "day", projectId })
+      assert.deepStrictEqual(days.map((r) => [r.quantity, r.recordCount]), [[3, 1]])
+      assert.strictEqual(yield* usage.usedInWindow({ ...query, start: at(0), end: at(60), projectId: null }), 5)
+      assert.strictEqual(yield* usage.usedInWindow({ ...query, start: at(0), end: at(120), projectId }), 3)
+      assert.strictEqual(yield* usage.usedInWindow({ ...query, start: at(60), end: at(120), projectId: null }), 4)
+    }))
+})
