@@ -6,6 +6,7 @@ import { Schema, SchemaGetter } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId, RollupId, UsageRecordId } from "./ids.ts"
+import { describedText, doc } from "./reference.ts"
 import { requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { JsonValue, Text } from "./text.ts"
 import { Envelope, Timestamp } from "./wire.ts"
@@ -24,7 +25,7 @@ export const MAX_RECORD_AGE_MS = 35 * 24 * 60 * 60 * 1000
 export const MAX_RECORD_LEAD_MS = 5 * 60 * 1000
 
 /** 1–64 chars of `a-z 0-9 _ . : -`, starting with a letter. */
-export const Metric = Text.check(
+export const Metric = describedText("A metric name, e.g. `api.requests`").check(
   Schema.isPattern(/^[a-z][a-z0-9_.:-]{0,63}$/, {
     message: "must be 1 to 64 of a-z, 0-9, '_', '.', ':' or '-', starting with a letter"
   })
@@ -46,7 +47,7 @@ export const Quantity = Schema.Number.check(
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/
 
 /** An ISO 8601 time with a zone (milliseconds as sent); `Date` in code. Anything else is 422 on the field. */
-export const IsoTime = Text.check(
+export const IsoTime = describedText("An ISO 8601 time with a zone, e.g. 2026-01-31T12:00:00.000Z").check(
   Schema.makeFilter<string>((text) =>
     (ISO_TIME.test(text) && !Number.isNaN(Date.parse(text))) ||
     "must be an ISO 8601 time such as 2026-01-31T12:00:00.000Z"
@@ -73,7 +74,7 @@ export const UsageMetadata = Schema.Record(Text, Text).check(
   })
 )
 
-export const ResourceId = Text.check(Schema.isBetweenLength(1, 255))
+export const ResourceId = describedText("The resource a usage record is about").check(Schema.isBetweenLength(1, 255))
 
 /** One usage record as a request sends it (single ingest, or one element of a batch). */
 export const UsageInput = Schema.Struct({
@@ -131,7 +132,7 @@ export const BatchItemResult = Schema.Union([
 ])
 export type BatchItemResult = typeof BatchItemResult.Type
 
-export const BucketType = Schema.Literals(["hour", "day"])
+export const BucketType = Schema.Literals(["hour", "day"]).annotate({ description: "Rollup bucket: `hour` or `day`" })
 export type BucketType = typeof BucketType.Type
 
 export const Rollup = Schema.Struct({
@@ -176,17 +177,35 @@ export class UsageApi extends HttpApiGroup.make("usage")
       payload: UsageInput,
       success: Envelope({ usageRecord: UsageRecord }),
       error: Conflict
-    }).annotateMerge(requires.permission("organization.metering.write")),
+    }).annotateMerge(
+      doc(
+        "Record a usage event",
+        "Stores one usage record; its `idempotencyKey` is unique per workspace (409 with " +
+          "`details.usageRecordId` on a repeat). Rollups are updated in the same statement."
+      )
+    ).annotateMerge(requires.permission("organization.metering.write")),
     HttpApiEndpoint.post("batch", "/v1/organizations/:orgId/usage/batch", {
       params: orgParams,
       payload: UsageBatchInput,
       success: Envelope({ results: Schema.Array(BatchItemResult) })
-    }).annotateMerge(requires.permission("organization.metering.write")),
+    }).annotateMerge(
+      doc(
+        "Record up to 1000 usage events",
+        "Each record is validated and stored on its own; the answer has one result per record, " +
+          "in order (`stored`, `duplicate` or `validation_failed`)."
+      )
+    ).annotateMerge(requires.permission("organization.metering.write")),
     HttpApiEndpoint.get("summary", "/v1/organizations/:orgId/usage/summary", {
       params: orgParams,
       query: SummaryQuery,
       success: Envelope(UsageSummary.fields)
-    }).annotateMerge(requires.permission("organization.metering.read"))
+    }).annotateMerge(
+      doc(
+        "Summarize usage",
+        "Hourly or daily totals per metric from the rollups, filtered by metric, project and " +
+          "environment."
+      )
+    ).annotateMerge(requires.permission("organization.metering.read"))
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)

@@ -8,6 +8,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId, QuotaId, QuotaViolationId } from "./ids.ts"
 import { Metric, ResourceId } from "./metering.ts"
+import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
@@ -146,34 +147,51 @@ export class QuotasApi extends HttpApiGroup.make("quotas")
       params: orgParams,
       query: PageQuery,
       success: Page({ quotas: Schema.Array(Quota) })
-    }).annotateMerge(requires.permission("organization.metering.read")),
+    }).annotateMerge(doc("List quotas")).annotateMerge(requires.permission("organization.metering.read")),
     HttpApiEndpoint.post("create", "/v1/organizations/:orgId/quotas", {
       params: orgParams,
       payload: QuotaInput,
       success: Envelope({ quota: Quota }),
       error: Conflict
-    }).annotateMerge(requires.permission("organization.quota.manage")),
+    }).annotateMerge(
+      doc(
+        "Create a quota",
+        "A limit on a metric per period at the workspace, a project or an environment; `hard` " +
+          "quotas refuse, `soft` ones only record violations."
+      )
+    ).annotateMerge(requires.permission("organization.quota.manage")),
     HttpApiEndpoint.patch("update", "/v1/organizations/:orgId/quotas/:quotaId", {
       params: quotaParams,
       payload: QuotaPatch,
       success: Envelope({ quota: Quota }),
       error: NotFound
-    }).annotateMerge(requires.permission("organization.quota.manage")),
+    }).annotateMerge(doc("Update a quota")).annotateMerge(requires.permission("organization.quota.manage")),
     HttpApiEndpoint.delete("delete", "/v1/organizations/:orgId/quotas/:quotaId", {
       params: quotaParams,
       success: Envelope({ deleted: Schema.Literal(true) }),
       error: NotFound
-    }).annotateMerge(requires.permission("organization.quota.manage")),
+    }).annotateMerge(doc("Delete a quota")).annotateMerge(requires.permission("organization.quota.manage")),
     HttpApiEndpoint.post("check", "/v1/organizations/:orgId/quotas/check", {
       params: orgParams,
       payload: QuotaCheckInput,
       success: Envelope(QuotaDecision.fields)
-    }).annotateMerge(requires.permission("organization.metering.read")),
+    }).annotateMerge(
+      doc(
+        "Check a quota",
+        "The most specific quota for the metric and scope decides; answers whether `quantity` " +
+          "more is allowed, with the usage so far in the period."
+      )
+    ).annotateMerge(requires.permission("organization.metering.read")),
     HttpApiEndpoint.get("violations", "/v1/organizations/:orgId/quotas/violations", {
       params: orgParams,
       query: ViolationsQuery,
       success: Page({ violations: Schema.Array(QuotaViolation) })
-    }).annotateMerge(requires.permission("organization.metering.read"))
+    }).annotateMerge(
+      doc(
+        "List quota violations",
+        "One row per quota and period, updated as usage grows; newest first."
+      )
+    ).annotateMerge(requires.permission("organization.metering.read"))
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)
