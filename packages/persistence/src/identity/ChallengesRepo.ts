@@ -5,6 +5,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { UndoJournal, undoOnFailure } from "../Memory.ts"
 import { consumeUnexpired, insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
+import { challengeWithEventSql } from "../signInStatements.ts"
 import { insertRow } from "../stored.ts"
 import { SecurityEventInsert, SecurityEventsRepo } from "./SecurityEventsRepo.ts"
 
@@ -100,7 +101,7 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
             Request: ChallengeWithEvent,
             // Every sign-in start runs it: constant statement text (the driver keys prepared statements by it).
             execute: ({ challenge: c, event: e }) =>
-              sql.unsafe(insertWithEventSql, [
+              sql.unsafe(challengeWithEventSql, [
                 c.id,
                 c.email,
                 c.codeHash,
@@ -160,10 +161,3 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
     })
   )
 }
-
-/** The challenge and its event in one statement: a data-modifying CTE always runs, and the statement is atomic. */
-const insertWithEventSql = "with challenge as (insert into login_challenges " +
-  "(id, email, code_hash, expires_at, failed_attempts, consumed_at, created_at) values ($1, $2, $3, $4, $5, $6, $7)) " +
-  "insert into security_events " +
-  "(id, user_id, email, event_type, outcome, occurred_at, request_id, ip, user_agent, metadata) " +
-  "values ($8, $9, $10, $11, $12, $13, $14, $15, $16, $17::jsonb)"
