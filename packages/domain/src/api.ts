@@ -7,6 +7,7 @@ import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi 
 import { IdentityApi, SessionApi } from "./identity.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { ProjectsApi } from "./projects.ts"
+import { finishReference, introduction } from "./reference.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
@@ -42,6 +43,9 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .annotateMerge(OpenApi.annotations({
     title: "Workspace Control-Plane API",
     version: "1.0.0",
-    description: "Identity, workspaces, access control and the run-state plane of a multi-tenant platform."
+    description: introduction,
+    // Relative: the reference is served by the server it describes, so requests go back to the same origin.
+    servers: [{ url: "/", description: "This server" }],
+    transform: finishReference
   }))
 {}

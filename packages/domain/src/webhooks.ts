@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, PreconditionFailed } from "./errors.ts"
 import { DeliveryAttemptId, EventId, OrgId, ProjectId, WebhookEndpointId, WebhookSubscriptionId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
@@ -258,119 +259,157 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       params: orgParams,
       query: PageQuery,
       success: Page({ endpoints: Schema.Array(WebhookEndpoint) })
-    }).annotateMerge(requires.permission("organization.webhook.read")),
+    }).annotateMerge(
+      doc("List webhook endpoints")
+    ).annotateMerge(requires.permission("organization.webhook.read")),
     HttpApiEndpoint.post("createEndpoint", `${base}/endpoints`, {
       params: orgParams,
       payload: EndpointInput,
       success: One,
       error: [NotFound, PreconditionFailed]
-    }).annotateMerge(requires.permission("organization.webhook.write")),
+    }).annotateMerge(
+      doc(
+        "Create a webhook endpoint",
+        "The answer carries no secret: `rotate-secret` reveals it, the first one included."
+      )
+    ).annotateMerge(requires.permission("organization.webhook.write")),
     HttpApiEndpoint.get("listProjectEndpoints", "/v1/organizations/:orgId/projects/:projectId/webhooks/endpoints", {
       params: projectParams,
       query: PageQuery,
       success: Page({ endpoints: Schema.Array(WebhookEndpoint) }),
       error: NotFound
-    }).annotateMerge(requires.permission("project.webhook.read")),
+    }).annotateMerge(doc("List a project's webhook endpoints")).annotateMerge(
+      requires.permission("project.webhook.read")
+    ),
     HttpApiEndpoint.post(
       "createProjectEndpoint",
       "/v1/organizations/:orgId/projects/:projectId/webhooks/endpoints",
       { params: projectParams, payload: EndpointInput, success: One, error: [NotFound, PreconditionFailed] }
+    ).annotateMerge(
+      doc(
+        "Create a project webhook endpoint",
+        "A project-scoped endpoint; its item routes check the `project.webhook.*` permissions."
+      )
     ).annotateMerge(requires.permission("project.webhook.write")),
     HttpApiEndpoint.get("getEndpoint", endpointPath, {
       params: endpointParams,
       success: One,
       error: [NotFound, Forbidden]
     })
-      .annotateMerge(read),
+      .annotateMerge(doc("Get a webhook endpoint")).annotateMerge(read),
     HttpApiEndpoint.patch("updateEndpoint", endpointPath, {
       params: endpointParams,
       payload: EndpointUpdate,
       success: One,
       error: [NotFound, Forbidden]
-    }).annotateMerge(write),
+    }).annotateMerge(doc("Update a webhook endpoint")).annotateMerge(write),
     HttpApiEndpoint.delete("deleteEndpoint", endpointPath, {
       params: endpointParams,
       success: One,
       error: [NotFound, Forbidden]
     })
+      .annotateMerge(doc("Delete a webhook endpoint"))
       .annotateMerge(write),
     HttpApiEndpoint.post("disableEndpoint", `${endpointPath}/disable`, {
       params: endpointParams,
       payload: DisableInput,
       success: One,
       error: [NotFound, Forbidden]
-    }).annotateMerge(write),
+    }).annotateMerge(
+      doc(
+        "Disable a webhook endpoint",
+        "Optional body `{ reason }`; nothing is delivered to it until it is enabled again."
+      )
+    )
+      .annotateMerge(write),
     HttpApiEndpoint.post("enableEndpoint", `${endpointPath}/enable`, {
       params: endpointParams,
       success: One,
       error: [NotFound, Forbidden]
-    }).annotateMerge(write),
+    }).annotateMerge(doc("Enable a webhook endpoint")).annotateMerge(write),
     HttpApiEndpoint.post("rotateSecret", `${endpointPath}/rotate-secret`, {
       params: endpointParams,
       success: Envelope(RotatedSecret.fields),
       error: [NotFound, Forbidden]
-    }).annotateMerge(write),
+    }).annotateMerge(
+      doc(
+        "Rotate an endpoint's signing secret",
+        "The only time a secret is shown; the previous one is still sent alongside until `previousSecretExpiresAt`."
+      )
+    ).annotateMerge(write),
     HttpApiEndpoint.get("listEndpointSubscriptions", `${endpointPath}/subscriptions`, {
       params: endpointParams,
       query: PageQuery,
       success: Page({ subscriptions: Schema.Array(WebhookSubscription) }),
       error: [NotFound, Forbidden]
-    }).annotateMerge(read),
+    }).annotateMerge(doc("List an endpoint's subscriptions")).annotateMerge(read),
     HttpApiEndpoint.get("listDeliveryAttempts", `${endpointPath}/delivery-attempts`, {
       params: endpointParams,
       query: PageQuery,
       success: Page({ deliveryAttempts: Schema.Array(DeliveryAttempt) }),
       error: [NotFound, Forbidden]
-    }).annotateMerge(read),
+    }).annotateMerge(doc("List delivery attempts", "Cursor-paginated, as every list."))
+      .annotateMerge(read),
     HttpApiEndpoint.get("endpointStats", `${endpointPath}/stats`, {
       params: endpointParams,
       success: Envelope({ stats: EndpointStats }),
       error: [NotFound, Forbidden]
-    }).annotateMerge(read),
+    }).annotateMerge(
+      doc("Get delivery statistics")
+    ).annotateMerge(read),
     HttpApiEndpoint.post("recoverEndpoint", `${endpointPath}/recover`, {
       params: endpointParams,
       payload: RecoverInput,
       success: Envelope({ replayed: Schema.Int }),
       error: [NotFound, Forbidden]
-    }).annotateMerge(write),
+    }).annotateMerge(
+      doc("Recover an auto-disabled endpoint")
+    ).annotateMerge(write),
     HttpApiEndpoint.post("testEndpoint", `${endpointPath}/test`, {
       params: endpointParams,
       payload: TestInput,
       success: OneAttempt,
       error: [NotFound, Forbidden]
-    }).annotateMerge(write),
+    }).annotateMerge(doc("Send a test event"))
+      .annotateMerge(write),
     HttpApiEndpoint.post("createSubscription", `${base}/subscriptions`, {
       params: orgParams,
       payload: SubscriptionInput,
       success: OneSubscription,
       error: [NotFound, Forbidden, Conflict, PreconditionFailed]
-    }).annotateMerge(write),
+    }).annotateMerge(
+      doc(
+        "Subscribe an endpoint to events",
+        "Delivers events of `eventType` to the endpoint."
+      )
+    ).annotateMerge(write),
     HttpApiEndpoint.get("getSubscription", `${base}/subscriptions/:subscriptionId`, {
       params: subscriptionParams,
       success: OneSubscription,
       error: [NotFound, Forbidden]
-    }).annotateMerge(read),
+    }).annotateMerge(doc("Get a subscription")).annotateMerge(read),
     HttpApiEndpoint.patch("updateSubscription", `${base}/subscriptions/:subscriptionId`, {
       params: subscriptionParams,
       payload: SubscriptionUpdate,
       success: OneSubscription,
       error: [NotFound, Forbidden]
-    }).annotateMerge(write),
+    }).annotateMerge(doc("Update a subscription")).annotateMerge(write),
     HttpApiEndpoint.delete("deleteSubscription", `${base}/subscriptions/:subscriptionId`, {
       params: subscriptionParams,
       success: OneSubscription,
       error: [NotFound, Forbidden]
-    }).annotateMerge(write),
+    }).annotateMerge(doc("Delete a subscription")).annotateMerge(write),
     HttpApiEndpoint.get("getDeliveryAttempt", `${base}/delivery-attempts/:attemptId`, {
       params: attemptParams,
       success: OneAttempt,
       error: [NotFound, Forbidden]
-    }).annotateMerge(read),
+    }).annotateMerge(doc("Get a delivery attempt"))
+      .annotateMerge(read),
     HttpApiEndpoint.post("replayDeliveryAttempt", `${base}/delivery-attempts/:attemptId/replay`, {
       params: attemptParams,
       success: OneAttempt,
       error: [NotFound, Forbidden]
-    }).annotateMerge(write)
+    }).annotateMerge(doc("Replay a delivery", "A new attempt with the full original payload.")).annotateMerge(write)
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)

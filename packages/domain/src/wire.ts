@@ -61,7 +61,7 @@ export const Page = <const F extends Schema.Struct.Fields>(fields: F) => {
 
 /** ISO 8601 UTC with milliseconds on the wire, `Date` in code. */
 export const Timestamp = Schema.Date.pipe(
-  Schema.encodeTo(Schema.String, {
+  Schema.encodeTo(Schema.String.annotate({ format: "date-time" }), {
     decode: SchemaGetter.Date(),
     encode: SchemaGetter.transform((date: Date) => date.toISOString())
   })

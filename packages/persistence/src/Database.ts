@@ -8,6 +8,10 @@ import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { Config, Duration, Effect, Layer, Option, Redacted, String as Str } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
+import { createHash } from "node:crypto"
+import { cpSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 
 /** What every database layer provides. */
 export type Database = PgClient.PgClient | SqlClient.SqlClient
@@ -83,8 +87,49 @@ export interface EmbeddedOptions {
   readonly loadDataDir?: Blob
 }
 
+/**
+ * A freshly initialised data directory that a new `DATA_DIR` is copied from, kept beside the installed packages
+ * (`node_modules/.cache/control-plane`, so a fresh install makes a fresh one) and named for the PGlite build that
+ * made it. initdb is most of a first start; a plain directory copy costs a small part of it.
+ */
+const templateDir = (): string => {
+  const pglite = fileURLToPath(import.meta.resolve("@electric-sql/pglite"))
+  const { mtimeMs, size } = statSync(pglite)
+  const build = createHash("sha256").update(`${pglite}:${mtimeMs}:${size}`).digest("hex").slice(0, 16)
+  const modules = pglite.slice(0, pglite.lastIndexOf("node_modules") + "node_modules".length)
+  return join(modules, ".cache", "control-plane", `pglite-datadir-${build}`)
+}
+
+const isFreshDataDir = (dataDir: string): boolean =>
+  dataDir !== IN_MEMORY_DATA_DIR && !existsSync(join(dataDir, "PG_VERSION"))
+
+/**
+ * Fills a fresh data directory from the template, making the template first when there is none (initdb in a
+ * private directory, closed cleanly, then renamed into place: a concurrent start never sees half of one).
+ */
+const fromTemplate = (dataDir: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      const template = templateDir()
+      if (!existsSync(join(template, "PG_VERSION"))) {
+        const partial = `${template}.${process.pid}.partial`
+        rmSync(partial, { recursive: true, force: true })
+        mkdirSync(dirname(partial), { recursive: true })
+        await (await PGlite.create({ dataDir: partial })).close()
+        try {
+          renameSync(partial, template)
+        } catch {
+          rmSync(partial, { recursive: true, force: true }) // another start made it first
+        }
+      }
+      cpSync(template, dataDir, { recursive: true })
+    },
+    catch: embeddedStartFailed
+  })
+
 /** Starts PGlite and its loopback socket server for the current scope and returns the port it listens on. */
 const serveEmbedded = Effect.fnUntraced(function*(options: EmbeddedOptions) {
+  if (options.loadDataDir === undefined && isFreshDataDir(options.dataDir)) yield* fromTemplate(options.dataDir)
   const db = yield* Effect.acquireRelease(
     Effect.tryPromise({ try: () => PGlite.create(options), catch: embeddedStartFailed }),
     (db) => Effect.promise(() => db.close())

@@ -109,7 +109,26 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
   Layer.provide(ApiMiddlewareLive)
 )
 
-const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs" })
+/** The page's icon, inline so the page asks nothing of any other origin. */
+const FAVICON = "data:image/svg+xml," + encodeURIComponent(
+  `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1f2937"/>` +
+    `<path d="M9 11h14M9 16h14M9 21h9" stroke="#60a5fa" stroke-width="3" stroke-linecap="round"/></svg>`
+)
+
+/**
+ * The docs page, self-contained: Scalar's script is inlined by `HttpApiScalar.layer`, its web fonts are off (the
+ * system fonts serve), the icon is inline, and the vendor toolbar ("Developer Tools", "Share", "Generate SDKs") is
+ * hidden. The token field is the bearer scheme's, selected by default.
+ */
+const scalar: HttpApiScalar.ScalarConfig & { readonly showDeveloperTools: "never" } = {
+  withDefaultFonts: false,
+  favicon: FAVICON,
+  showDeveloperTools: "never",
+  authentication: { preferredSecurityScheme: "bearer" },
+  defaultOpenAllTags: false
+}
+
+const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs", scalar })
 
 /**
  * The HTTP side: the edge in front of the typed API and the docs; plus the idle sweep and the webhook delivery worker,

@@ -31,6 +31,7 @@ import { requirementOf, unauthenticated } from "./apiMiddleware.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
+import { logAccess } from "./logging.ts"
 import { RETRY_AFTER_SECONDS } from "./nodeServer.ts"
 import { renderError } from "./render.ts"
 import { type ActorResolution, CurrentRequestScope, type RequestScope, workspaceNotFound } from "./requestScope.ts"
@@ -70,6 +71,13 @@ const unavailable = (message: string) =>
 
 const tooLarge = (cap: number) =>
   renderError(wireError(PayloadTooLarge, `Request body exceeds the limit of ${cap} bytes`, { limitBytes: cap }))
+
+/** What the access line needs that only the edge learns on the way: the caller, the workspace, a 500's cause. */
+interface Seen {
+  actorKind: string
+  workspace: string | null
+  cause: Cause.Cause<unknown> | undefined
+}
 
 export const EdgeLive = HttpRouter.middleware(
   Effect.gen(function*() {
@@ -161,11 +169,11 @@ export const EdgeLive = HttpRouter.middleware(
     }
 
     /**
-     * Every failure becomes an envelope: a missing route 404/405, anything else a logged 500. A client that
-     * went away interrupts the request; that is not an error and is not logged.
+     * Every failure becomes an envelope: a missing route 404/405, anything else a 500 whose cause the access line
+     * logs. A client that went away interrupts the request; that is not an error and is not logged.
      */
     const renderFailures =
-      (path: string, bodyCap: number) =>
+      (path: string, bodyCap: number, seen: Seen) =>
       (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> => {
         if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
         const failure = Cause.findErrorOption(cause)
@@ -180,18 +188,14 @@ export const EdgeLive = HttpRouter.middleware(
         )
         if (bodyRead.includes("BodyTooLarge")) return tooLarge(bodyCap)
         if (bodyRead.includes("Parse")) return renderError(wireError(BadRequest, "The request body could not be read"))
+        seen.cause = cause // logged once, with the request's access line
         const database = cause.reasons.some((reason) =>
           (Cause.isFailReason(reason) && isDatabaseUnavailable(reason.error)) ||
           (Cause.isDieReason(reason) && isDatabaseUnavailable(reason.defect))
         )
-        if (database) {
-          return Effect.logWarning("Database unavailable", cause).pipe(
-            Effect.andThen(unavailable("The database is unavailable; retry later"))
-          )
-        }
-        return Effect.logError("Unhandled failure", cause).pipe(
-          Effect.andThen(renderError(wireError(InternalError, "An unexpected error occurred")))
-        )
+        return database
+          ? unavailable("The database is unavailable; retry later")
+          : renderError(wireError(InternalError, "An unexpected error occurred"))
       }
 
     /** The typed router's own 415 is plain text: give it the envelope. */
@@ -203,10 +207,14 @@ export const EdgeLive = HttpRouter.middleware(
     const handle = Effect.fnUntraced(function*(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>,
       now: number,
-      requestId: string
+      requestId: string,
+      seen: Seen
     ) {
       const original = yield* HttpServerRequest.HttpServerRequest
-      const { path: requestedPath, search } = splitUrl(original.url)
+      const { path: sentPath, search } = splitUrl(original.url)
+      // A client joining a base URL that ends in "/" with a path that starts with one (the docs page, with the
+      // document's relative server "/") sends "//v1/…": the same route.
+      const requestedPath = sentPath.startsWith("//") ? sentPath.replace(/^\/+/, "/") : sentPath
       const aliasPath = canonicalAliasPath(requestedPath)
       let path = aliasPath ?? requestedPath
       // Not URL-decoded: valid references (`org_`/`ws_` ids, slugs) contain no escapes.
@@ -218,15 +226,17 @@ export const EdgeLive = HttpRouter.middleware(
         path
       )
       const actor = caller.actor
+      seen.actorKind = actor._tag === "Resolved" ? actor.actor.kind : actor._tag === "Invalid" ? "invalid" : "anonymous"
       let workspace: RequestScope["workspace"] = undefined
       if (actor._tag === "Resolved" && caller.workspace !== undefined) {
         if (Option.isNone(caller.workspace)) return yield* renderError(workspaceNotFound())
         workspace = caller.workspace.value
+        seen.workspace = workspace.organization.id
         yield* Effect.annotateCurrentSpan("workspace.id", workspace.organization.id)
         path = `/v1/organizations/${workspace.organization.id}${workspaceMatch?.[2] ?? ""}`
       }
 
-      const request = path === requestedPath ? original : original.modify({ url: path + search })
+      const request = path === sentPath ? original : original.modify({ url: path + search })
       const scope: RequestScope = {
         actor,
         workspace,
@@ -265,6 +275,8 @@ export const EdgeLive = HttpRouter.middleware(
         const request = yield* HttpServerRequest.HttpServerRequest
         const { path: requestedPath } = splitUrl(request.url)
         const path = canonicalAliasPath(requestedPath) ?? requestedPath
+        yield* Effect.annotateCurrentSpan("http.request.id", requestId)
+        const seen: Seen = { actorKind: "anonymous", workspace: null, cause: undefined }
         // Bodies are capped before anything reads them (or asks who is calling): a declared length above the cap
         // is refused at once; a chunked body is counted as it streams in (`MaxBodySize`) and refused at the cap.
         const ownCap = ownBodyCap(request.method, path)
@@ -275,14 +287,24 @@ export const EdgeLive = HttpRouter.middleware(
           : request.headers["content-length"]
         const answer = declaredLength !== undefined && Number(declaredLength) > bodyCap
           ? tooLarge(bodyCap)
-          : handle(httpEffect, now, requestId).pipe(
-            Effect.catchCause(renderFailures(path, bodyCap)),
+          : handle(httpEffect, now, requestId, seen).pipe(
+            Effect.catchCause(renderFailures(path, bodyCap, seen)),
             // The server provides the default cap once (`serveApp`); only a route with its own adds one.
             ownCap === undefined
               ? identity
               : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(ownCap))
           )
         const response = yield* Effect.provideService(answer, CurrentRequestId, requestId)
+        const end = yield* Clock.currentTimeMillis
+        yield* logAccess(response.status, () => ({
+          requestId,
+          method: request.method,
+          route: routes.endpointAt(request.method, path)?.path ?? path,
+          status: response.status,
+          durationMs: end - now,
+          workspace: seen.workspace,
+          actorKind: seen.actorKind
+        }), seen.cause)
         return response.headers["x-request-id"] === undefined
           ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
           : response
