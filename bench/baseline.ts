@@ -7,8 +7,9 @@
  *   with the workspace and the caller's role bindings on it and on its account root (the one statement of
  *   `SessionsRepo.findWithWorkspace`), compares sha256(secret) with `secret_hash` (not revoked, not expired), checks
  *   `organization.read`, and answers the `{ data: { organization }, meta }` envelope with `x-request-id`.
- * - `POST /v1/auth/login/start`: the statement sequence the real server issues (user by email, the auth rate-limit
- *   charge in a transaction, the challenge and its security event in a transaction, the outbox row); no mail is sent.
+ * - `POST /v1/auth/login/start`: the statements the real server sends, in its order (user by email, the auth
+ *   rate-limit charge, in a transaction only when two buckets are charged, the challenge together with its security
+ *   event, the outbox row; the texts of `signInStatements.ts`); no mail is sent.
  * - `GET /health`: `select 1`, so the runner can wait for readiness the same way for both servers.
  *
  * Environment (the real server's names): `PORT`, `HOST` (default 127.0.0.1), and `DATABASE_URL` (a pool of pg's
@@ -21,7 +22,13 @@ import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import pg from "pg"
-// An import-free module: the statement text the real server sends, none of its code.
+// Import-free modules: the statement text the real server sends, none of its code.
+import {
+  challengeWithEventSql,
+  chargeBucketSql,
+  insertMailSql,
+  userByEmailSql
+} from "../packages/persistence/src/signInStatements.ts"
 import { sessionOnWorkspaceSql } from "../packages/persistence/src/workspaces/resolution.ts"
 
 const HOST = process.env["HOST"] ?? "127.0.0.1"
@@ -33,36 +40,8 @@ const DATA_DIR = process.env["DATA_DIR"] ?? ""
 // Statements: the text the real server sends (see the repositories named beside each), as named prepared statements
 // because the real server's client prepares every statement too. The workspace read is `sessionOnWorkspaceSql` itself.
 
-/** `UsersRepo.findByEmail` and `OrganizationsRepo.findBySlug` (the auth limit's workspace bucket). */
-const USER_BY_EMAIL = "select * from users where email = $1"
+/** `OrganizationsRepo.findBySlug` (the auth limit's workspace bucket); the others are imported above. */
 const ORG_BY_SLUG = "select * from organizations where slug = $1"
-
-/** `RateLimitRepo` charge of one bucket. */
-const CHARGE_BUCKET = `
-            with charged as (
-              insert into rate_limit_buckets as b (key, window_start, count)
-              values ($1, $2, 1)
-              on conflict (key) do update
-                set window_start = case when b.window_start <= $3 then excluded.window_start
-                                        else b.window_start end,
-                    count = case when b.window_start <= $4 then 1 else b.count + 1 end
-                where b.window_start <= $5 or b.count < $6::int4
-              returning b.window_start
-            )
-            select true as allowed, window_start from charged
-            union all
-            select false, b.window_start from rate_limit_buckets b
-            where b.key = $7 and not exists (select 1 from charged)`
-
-/** `ChallengesRepo.insert`, `SecurityEventsRepo.insert` and `OutboxRepo.insert`. */
-const INSERT_CHALLENGE = "insert into login_challenges " +
-  `("id","email","code_hash","expires_at","failed_attempts","consumed_at","created_at") VALUES ($1,$2,$3,$4,$5,$6,$7)`
-const INSERT_SECURITY_EVENT = "insert into security_events " +
-  `("id","user_id","email","event_type","outcome","occurred_at","request_id","ip","user_agent","metadata") ` +
-  "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)"
-const INSERT_OUTBOX = `
-            insert into mail_outbox (id, to_address, template, subject, text, data, created_at)
-            values ($1, $2, $3, $4, $5, $6, $7)`
 
 // ---------------------------------------------------------------------------------------------------------------
 // Ids: prefixed ULIDs and UUIDv7, from a pool of random bytes (as a hand-written server would).
@@ -307,18 +286,18 @@ const loginStart = async (req: IncomingMessage, res: ServerResponse, requestId: 
   const email = rawEmail.trim().toLowerCase()
 
   // The auth family's buckets: the email, and the workspace the existing user last used.
-  const { rows: users } = await pool.query<{ id: string; last_org_slug: string | null }>({
+  const { rows: users } = await pool.query<{ id: string; lastOrgSlug: string | null }>({
     name: "user_by_email",
-    text: USER_BY_EMAIL,
+    text: userByEmailSql,
     values: [email]
   })
   const user = users[0]
   const buckets = [{ key: `auth:identity:${email}`, limit: AUTH_IDENTITY_LIMIT }]
-  if (user?.last_org_slug != null) {
+  if (user?.lastOrgSlug != null) {
     const { rows } = await pool.query<{ id: string }>({
       name: "org_by_slug",
       text: ORG_BY_SLUG,
-      values: [user.last_org_slug]
+      values: [user.lastOrgSlug]
     })
     if (rows[0] !== undefined) buckets.push({ key: `auth:org:${rows[0].id}`, limit: AUTH_ORG_LIMIT })
   }
@@ -326,21 +305,26 @@ const loginStart = async (req: IncomingMessage, res: ServerResponse, requestId: 
   const chargedAt = new Date()
   const openedBefore = new Date(chargedAt.getTime() - AUTH_WINDOW_SECONDS * 1000)
   let retryAfterSeconds = 0
-  const allowed = await inTransaction(async (client) => {
-    for (const bucket of buckets) {
-      const { rows } = await client.query<{ allowed: boolean; window_start: Date }>({
-        name: "charge_bucket",
-        text: CHARGE_BUCKET,
-        values: [bucket.key, chargedAt, openedBefore, openedBefore, openedBefore, bucket.limit, bucket.key]
-      })
-      const row = rows[0]
-      if (row !== undefined && !row.allowed) {
-        const closes = row.window_start.getTime() + AUTH_WINDOW_SECONDS * 1000
-        retryAfterSeconds = Math.max(retryAfterSeconds, Math.ceil((closes - chargedAt.getTime()) / 1000), 1)
-      }
+  const charge = async (client: pg.Pool | pg.PoolClient, bucket: { key: string; limit: number }) => {
+    const { rows } = await client.query<{ allowed: boolean; windowStart: Date }>({
+      name: "charge_bucket",
+      text: chargeBucketSql,
+      values: [bucket.key, chargedAt, openedBefore, bucket.limit]
+    })
+    const row = rows[0]
+    if (row !== undefined && !row.allowed) {
+      const closes = row.windowStart.getTime() + AUTH_WINDOW_SECONDS * 1000
+      retryAfterSeconds = Math.max(retryAfterSeconds, Math.ceil((closes - chargedAt.getTime()) / 1000), 1)
     }
-    return retryAfterSeconds === 0
-  })
+  }
+  // One bucket is one atomic statement; two are charged in a transaction that a rejection rolls back.
+  const [only] = buckets
+  const allowed = buckets.length === 1 && only !== undefined
+    ? await charge(pool, only).then(() => retryAfterSeconds === 0)
+    : await inTransaction(async (client) => {
+      for (const bucket of buckets) await charge(client, bucket)
+      return retryAfterSeconds === 0
+    })
   if (!allowed) {
     res.setHeader("retry-after", String(retryAfterSeconds))
     return fail(res, 429, requestId, "rate_limited", "Too many requests; retry later", {
@@ -354,35 +338,34 @@ const loginStart = async (req: IncomingMessage, res: ServerResponse, requestId: 
   const code = randomDigits(6)
   const expiresAt = new Date(now + CHALLENGE_TTL_MS)
   const codeHash = createHmac("sha256", signingKey).update(`login:${challengeId}:${code}`).digest("hex")
-  await inTransaction(async (client) => {
-    await client.query({
-      name: "insert_challenge",
-      text: INSERT_CHALLENGE,
-      values: [challengeId, email, codeHash, expiresAt, 0, null, new Date(now)]
-    })
-    const at = Date.now()
-    await client.query({
-      name: "insert_security_event",
-      text: INSERT_SECURITY_EVENT,
-      values: [
-        uuidv7(at),
-        user?.id ?? null,
-        email,
-        "login.challenge.created",
-        "success",
-        new Date(at),
-        requestId,
-        req.socket.remoteAddress ?? null,
-        req.headers["user-agent"] ?? null,
-        JSON.stringify({ challengeId })
-      ]
-    })
-    return true
+  const at = Date.now()
+  await pool.query({
+    name: "insert_challenge_with_event",
+    text: challengeWithEventSql,
+    values: [
+      challengeId,
+      email,
+      codeHash,
+      expiresAt,
+      0,
+      null,
+      new Date(now),
+      uuidv7(at),
+      user?.id ?? null,
+      email,
+      "login.challenge.created",
+      "success",
+      new Date(at),
+      requestId,
+      req.socket.remoteAddress ?? null,
+      req.headers["user-agent"] ?? null,
+      JSON.stringify({ challengeId })
+    ]
   })
   const sentAt = Date.now()
   await pool.query({
     name: "insert_outbox",
-    text: INSERT_OUTBOX,
+    text: insertMailSql,
     values: [
       `msg_${ulid(sentAt)}`,
       email,

@@ -67,6 +67,10 @@ export const layerPostgres = (url: Redacted.Redacted | string): Layer.Layer<Data
   PgClient.layer({
     url: Redacted.isRedacted(url) ? url : Redacted.make(url),
     multiplex: true,
+    // A shared connection runs its statements one after another, and each autocommit write waits for its own WAL
+    // flush: at the default 32 the writes of ten concurrent sign-ins queued on one session. Four per connection
+    // spreads them over several sessions (whose commits then flush together) and still pipelines reads.
+    multiplexConcurrency: 4,
     connectTimeout: Duration.millis(DATABASE_TIMEOUTS.connectMs),
     // Probes a peer that went silent, so a dead connection is noticed and replaced.
     keepAlive: Duration.seconds(10),

@@ -71,9 +71,9 @@ export const RepositoriesMemory = Layer.mergeAll(
   OutboxRepo.memory,
   EventLogRepo.memory,
   UsersRepo.memory,
-  ChallengesRepo.memory,
+  // One memory security-event log, shared with the challenges (they record a challenge with its event).
+  ChallengesRepo.memory.pipe(Layer.provideMerge(SecurityEventsRepo.memory)),
   SessionsRepo.memory,
-  SecurityEventsRepo.memory,
   OAuthRepo.memory,
   OrganizationsRepo.memory,
   MembersRepo.memory,

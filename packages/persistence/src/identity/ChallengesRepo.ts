@@ -2,9 +2,12 @@
 import { ChallengeId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import type { UniqueViolation } from "../errors.ts"
+import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import { UndoJournal, undoOnFailure } from "../Memory.ts"
 import { consumeUnexpired, insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
+import { challengeWithEventSql } from "../signInStatements.ts"
 import { insertRow } from "../stored.ts"
+import { SecurityEventInsert, SecurityEventsRepo } from "./SecurityEventsRepo.ts"
 
 /** A row of `login_challenges`: only the code's hash is kept, and the row records how it was spent. */
 export const ChallengeRow = Schema.Struct({
@@ -29,12 +32,21 @@ export type ChallengeConsumption = typeof ChallengeConsumption.Type
 
 const uniques: ReadonlyArray<UniqueKey<ChallengeRow>> = [primaryKey("login_challenges_pkey")]
 
+/** A new challenge together with the security event that records it. */
+export const ChallengeWithEvent = Schema.Struct({ challenge: ChallengeRow, event: SecurityEventInsert })
+export type ChallengeWithEvent = typeof ChallengeWithEvent.Type
+
 const ConsumedRow = Schema.Struct({ id: ChallengeId })
 const FailuresRow = Schema.Struct({ failedAttempts: Schema.Int })
 
 /** Login challenges; counting failures and consuming are single atomic statements, so races cannot double-spend. */
 export class ChallengesRepo extends Context.Service<ChallengesRepo, {
   readonly insert: (challenge: ChallengeRow) => Effect.Effect<void, UniqueViolation>
+  /**
+   * Stores the challenge and its security event all-or-nothing, without a transaction around it: on SQL one statement
+   * writes both tables (a sign-in start is then one round trip and no transaction context).
+   */
+  readonly insertWithEvent: (row: ChallengeWithEvent) => Effect.Effect<void, UniqueViolation>
   readonly findById: (id: ChallengeId) => Effect.Effect<Option.Option<ChallengeRow>>
   /**
    * Counts one wrong code and returns the new count, unless the challenge is consumed or already has
@@ -47,25 +59,35 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
    */
   readonly consume: (consumption: ChallengeConsumption) => Effect.Effect<boolean>
 }>()("@cp/persistence/identity/ChallengesRepo") {
-  /** Challenges in a Map, for fast deterministic tests. */
-  static readonly memory = Layer.sync(ChallengesRepo, () => {
-    const challenges = new Map<ChallengeId, ChallengeRow>()
-    return ChallengesRepo.of({
-      insert: (challenge) => insertUnique(challenges, challenge.id, challenge, uniques),
-      findById: (id) => Effect.sync(() => Option.fromUndefinedOr(challenges.get(id))),
-      recordFailure: ({ id, maxFailures }) =>
-        updateRow(challenges, id, (current) =>
-          current.consumedAt === null && current.failedAttempts < maxFailures
-            ? Option.some({ ...current, failedAttempts: current.failedAttempts + 1 })
-            : Option.none()).pipe(Effect.map(Option.map((row) => row.failedAttempts))),
-      consume: ({ id, now, maxFailures }) =>
-        updateRow(
-          challenges,
-          id,
-          (current) => current.failedAttempts < maxFailures ? consumeUnexpired(now)(current) : Option.none()
-        ).pipe(Effect.map(Option.isSome))
+  /** Challenges in a Map, for fast deterministic tests; their events go to the memory `SecurityEventsRepo`. */
+  static readonly memory = Layer.effect(
+    ChallengesRepo,
+    Effect.gen(function*() {
+      const events = yield* SecurityEventsRepo
+      const challenges = new Map<ChallengeId, ChallengeRow>()
+      const insert = (challenge: ChallengeRow) => insertUnique(challenges, challenge.id, challenge, uniques)
+      return ChallengesRepo.of({
+        insert,
+        // Both or neither: the event's failure undoes the challenge, inside a transaction or not.
+        insertWithEvent: ({ challenge, event }) =>
+          Effect.withFiber((fiber) =>
+            undoOnFailure(Effect.andThen(insert(challenge), events.insert(event)), fiber.getRef(UndoJournal) ?? [])
+          ),
+        findById: (id) => Effect.sync(() => Option.fromUndefinedOr(challenges.get(id))),
+        recordFailure: ({ id, maxFailures }) =>
+          updateRow(challenges, id, (current) =>
+            current.consumedAt === null && current.failedAttempts < maxFailures
+              ? Option.some({ ...current, failedAttempts: current.failedAttempts + 1 })
+              : Option.none()).pipe(Effect.map(Option.map((row) => row.failedAttempts))),
+        consume: ({ id, now, maxFailures }) =>
+          updateRow(
+            challenges,
+            id,
+            (current) => current.failedAttempts < maxFailures ? consumeUnexpired(now)(current) : Option.none()
+          ).pipe(Effect.map(Option.isSome))
+      })
     })
-  })
+  )
 
   /** Challenges in the `login_challenges` table. */
   static readonly sql = Layer.effect(
@@ -74,6 +96,33 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
       const sql = yield* SqlClient.SqlClient
       return ChallengesRepo.of({
         insert: insertRow(sql, "login_challenges", ChallengeRow),
+        insertWithEvent: flow(
+          SqlSchema.void({
+            Request: ChallengeWithEvent,
+            // Every sign-in start runs it: constant statement text (the driver keys prepared statements by it).
+            execute: ({ challenge: c, event: e }) =>
+              sql.unsafe(challengeWithEventSql, [
+                c.id,
+                c.email,
+                c.codeHash,
+                c.expiresAt,
+                c.failedAttempts,
+                c.consumedAt,
+                c.createdAt,
+                e.id,
+                e.userId,
+                e.email,
+                e.eventType,
+                e.outcome,
+                e.occurredAt,
+                e.requestId,
+                e.ip,
+                e.userAgent,
+                e.metadata
+              ])
+          }),
+          uniqueViolationOrDie
+        ),
         findById: flow(
           SqlSchema.findOneOption({
             Request: ChallengeId,

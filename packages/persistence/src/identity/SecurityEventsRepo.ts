@@ -40,7 +40,11 @@ export const securityEventPosition = (event: SecurityEventRow): PagePosition => 
 
 const uniques: ReadonlyArray<UniqueKey<SecurityEventRow>> = [primaryKey("security_events_pkey")]
 
-const EventInsert = Schema.Struct({ ...SecurityEventRow.fields, metadata: Schema.fromJsonString(JsonObject) })
+/** A row as the SQL insert sends it: the metadata as JSON text. */
+export const SecurityEventInsert = Schema.Struct({
+  ...SecurityEventRow.fields,
+  metadata: Schema.fromJsonString(JsonObject)
+})
 
 /** Security events; pages are keyset pages on (occurredAt, id) so rows inserted during a walk never shift it. */
 export class SecurityEventsRepo extends Context.Service<SecurityEventsRepo, {
@@ -79,7 +83,7 @@ export class SecurityEventsRepo extends Context.Service<SecurityEventsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return SecurityEventsRepo.of({
-        insert: insertRow(sql, "security_events", EventInsert),
+        insert: insertRow(sql, "security_events", SecurityEventInsert),
         attachToEmail: flow(
           SqlSchema.void({
             Request: EmailAttachment,

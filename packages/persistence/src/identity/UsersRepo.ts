@@ -5,6 +5,7 @@ import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import type { UniqueViolation } from "../errors.ts"
 import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
+import { userByEmailSql } from "../signInStatements.ts"
 import { storedFields } from "../stored.ts"
 import { insertRow } from "../stored.ts"
 
@@ -76,8 +77,9 @@ export class UsersRepo extends Context.Service<UsersRepo, {
           SqlSchema.findOneOption({
             Request: Schema.String,
             Result: UserRow,
-            // Every sign-in reads it: constant statement text, as the driver keys prepared statements by the text.
-            execute: (email) => sql.unsafe(userByEmailSql, [email])
+            // Every sign-in reads it: constant statement text (the driver keys prepared statements by the text) naming
+            // its columns in camelCase, so no per-row name transform.
+            execute: (email) => sql.unsafe(userByEmailSql, [email]).withoutTransform
           }),
           Effect.orDie
         ),
@@ -94,5 +96,3 @@ export class UsersRepo extends Context.Service<UsersRepo, {
     })
   )
 }
-
-const userByEmailSql = "select * from users where email = $1"

@@ -4,6 +4,7 @@ import { Context, Effect, flow, Layer, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { atomically } from "../Memory.ts"
+import { insertMailSql } from "../signInStatements.ts"
 import { JsonObject } from "./JsonObject.ts"
 
 /** One rendered message; `data` holds the template variables. */
@@ -62,7 +63,7 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
             Request: OutboxMessage,
             // Every sign-in start keeps its mail: constant statement text (the driver keys prepared statements by it).
             execute: (m) =>
-              sql.unsafe(insertMessageSql, [
+              sql.unsafe(insertMailSql, [
                 m.id,
                 m.to,
                 m.template,
@@ -97,6 +98,3 @@ const ListRequest = Schema.Struct({ to: Schema.optionalKey(Schema.String) })
 /** Newest first, ties broken by id descending: the SQL `order by created_at desc, id desc`. */
 const newestFirst = (a: OutboxMessage, b: OutboxMessage) =>
   b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
-
-const insertMessageSql = "insert into mail_outbox (id, to_address, template, subject, text, data, created_at) " +
-  "values ($1, $2, $3, $4, $5, $6::jsonb, $7)"

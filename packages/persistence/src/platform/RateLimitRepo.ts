@@ -2,6 +2,7 @@
 import { Array as Arr, Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { atomically } from "../Memory.ts"
+import { chargeBucketSql } from "../signInStatements.ts"
 import { retryUntilAnswered } from "./retryUntilAnswered.ts"
 
 /** One counter to charge: at most `limit` requests per `windowSeconds` window, opening at its first request. */
@@ -50,11 +51,11 @@ export class RateLimitRepo extends Context.Service<RateLimitRepo, {
       const sql = yield* SqlClient.SqlClient
 
       // Every sign-in start charges a bucket: constant statement text with positional parameters and no per-row name
-      // transform (see `chargeSql`), like the other hot statements.
+      // transform (see `chargeBucketSql`), like the other hot statements.
       const charge = SqlSchema.findAll({
         Request: ChargeRequest,
         Result: ChargeRow,
-        execute: (r) => sql.unsafe(chargeSql, [r.key, r.now, r.openedBefore, r.limit]).withoutTransform
+        execute: (r) => sql.unsafe(chargeBucketSql, [r.key, r.now, r.openedBefore, r.limit]).withoutTransform
       })
 
       const hit = (request: RateLimitBucket & { readonly now: Date }) =>
@@ -81,7 +82,11 @@ export class RateLimitRepo extends Context.Service<RateLimitRepo, {
 
       return RateLimitRepo.of({
         hit: (request) => hit(request).pipe(Effect.orDie, Effect.withSpan("RateLimitRepo.hit")),
-        hitAll: (request) => hitAll(request).pipe(Effect.orDie, Effect.withSpan("RateLimitRepo.hitAll"))
+        // A single bucket is its one statement (which has its span): no span of its own, like any one-statement method.
+        hitAll: (request) =>
+          request.buckets.length === 1
+            ? Effect.orDie(hitAll(request))
+            : hitAll(request).pipe(Effect.orDie, Effect.withSpan("RateLimitRepo.hitAll"))
       })
     })
   )
@@ -95,24 +100,6 @@ const ChargeRequest = Schema.Struct({
 })
 
 const ChargeRow = Schema.Struct({ allowed: Schema.Boolean, windowStart: Schema.Date })
-
-/**
- * Charges one bucket ($1 key, $2 now, $3 the instant at or before which a window has closed, $4 limit): opens a new
- * window, or counts within the open one while below the limit; a full bucket is only read back (`allowed` false).
- * Built once as one line, since the driver keys its prepared statements by the text of each call.
- */
-const chargeSql = [
-  "with charged as (",
-  "insert into rate_limit_buckets as b (key, window_start, count) values ($1, $2, 1)",
-  "on conflict (key) do update",
-  "set window_start = case when b.window_start <= $3 then excluded.window_start else b.window_start end,",
-  "count = case when b.window_start <= $3 then 1 else b.count + 1 end",
-  "where b.window_start <= $3 or b.count < $4::int4",
-  "returning b.window_start)",
-  "select true as \"allowed\", window_start as \"windowStart\" from charged",
-  "union all",
-  "select false, b.window_start from rate_limit_buckets b where b.key = $1 and not exists (select 1 from charged)"
-].join(" ")
 
 /** Carries the strictest rejection out of the transaction so the charges of the other buckets roll back. */
 class Rejected extends Data.TaggedError("Rejected")<{ readonly decision: Rejection }> {}

@@ -83,7 +83,46 @@ const challengeRow = (overrides: Partial<ChallengeRow> = {}): ChallengeRow => ({
 /** The service's wrong-code limit. */
 const MAX = 5
 
-describeContract("ChallengesRepo", ChallengesRepo, (it) => {
+describeContract("ChallengesRepo", {
+  memory: Layer.mergeAll(ChallengesRepo.memory.pipe(Layer.provideMerge(SecurityEventsRepo.memory)), UsersRepo.memory),
+  sql: Layer.mergeAll(ChallengesRepo.sql, SecurityEventsRepo.sql, UsersRepo.sql)
+}, (it) => {
+  it.effect("insertWithEvent stores the challenge and its security event together", () =>
+    Effect.gen(function*() {
+      const repo = yield* ChallengesRepo
+      const user = userRow()
+      yield* (yield* UsersRepo).insert(user)
+      const challenge = challengeRow({ email: user.email })
+      const event = eventRow(user.email, 0, { userId: user.id, metadata: { challengeId: challenge.id } })
+      yield* repo.insertWithEvent({ challenge, event })
+      assert.deepStrictEqual(yield* repo.findById(challenge.id), Option.some(challenge))
+      assert.deepStrictEqual(yield* (yield* SecurityEventsRepo).listForUser({ userId: user.id, limit: 10 }), [event])
+    }))
+
+  it.effect("insertWithEvent writes neither row when either one collides", () =>
+    Effect.gen(function*() {
+      const repo = yield* ChallengesRepo
+      const events = yield* SecurityEventsRepo
+      const user = userRow()
+      yield* (yield* UsersRepo).insert(user)
+      const taken = challengeRow({ email: user.email })
+      yield* repo.insert(taken)
+      const lost = eventRow(user.email, 1, { userId: user.id })
+      const challengeClash = yield* Effect.flip(repo.insertWithEvent({ challenge: taken, event: lost }))
+      assert.instanceOf(challengeClash, UniqueViolation)
+      assert.strictEqual(challengeClash.constraint, "login_challenges_pkey")
+      assert.deepStrictEqual(yield* events.listForUser({ userId: user.id, limit: 10 }), [])
+
+      const recorded = eventRow(user.email, 2, { userId: user.id })
+      yield* events.insert(recorded)
+      const fresh = challengeRow({ email: user.email })
+      const eventClash = yield* Effect.flip(repo.insertWithEvent({ challenge: fresh, event: recorded }))
+      assert.instanceOf(eventClash, UniqueViolation)
+      assert.strictEqual(eventClash.constraint, "security_events_pkey")
+      assert.isTrue(Option.isNone(yield* repo.findById(fresh.id)))
+      assert.deepStrictEqual(yield* events.listForUser({ userId: user.id, limit: 10 }), [recorded])
+    }))
+
   it.effect("stores a challenge and finds it by id", () =>
     Effect.gen(function*() {
       const repo = yield* ChallengesRepo

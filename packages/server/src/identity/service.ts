@@ -205,8 +205,16 @@ export class IdentityService extends Context.Service<IdentityService, {
           const challengeId = mint.challenge(now)
           const code = randomDigits(6)
           const expiresAt = new Date(now + CHALLENGE_TTL_MS)
-          yield* tx.withTransaction(Effect.gen(function*() {
-            yield* challenges.insert({
+          // The challenge and its event are written by one statement: no transaction (and its context copy) needed.
+          const event = yield* securityLog.row({
+            email,
+            userId: Option.match(user, { onNone: () => null, onSome: (row) => row.id }),
+            eventType: "login.challenge.created",
+            outcome: "success",
+            metadata: { challengeId }
+          })
+          yield* challenges.insertWithEvent({
+            challenge: {
               id: challengeId,
               email,
               codeHash: codeHash(challengeId, code),
@@ -214,15 +222,9 @@ export class IdentityService extends Context.Service<IdentityService, {
               failedAttempts: 0,
               consumedAt: null,
               createdAt: new Date(now)
-            }).pipe(Effect.orDie)
-            yield* securityLog.record({
-              email,
-              userId: Option.match(user, { onNone: () => null, onSome: (row) => row.id }),
-              eventType: "login.challenge.created",
-              outcome: "success",
-              metadata: { challengeId }
-            })
-          }))
+            },
+            event
+          }).pipe(Effect.orDie)
           yield* mailer.send({
             to: email,
             template: "login_code",

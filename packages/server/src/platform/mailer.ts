@@ -53,7 +53,8 @@ export class Mailer extends Context.Service<Mailer, {
       }
 
       return Mailer.of({
-        send: Effect.fn("Mailer.send")(function*(message: MailMessage) {
+        // Untraced: every sign-in start sends one; the outbox insert and the SMTP send each have their own span.
+        send: Effect.fnUntraced(function*(message: MailMessage) {
           const now = yield* Clock.currentTimeMillis
           const id = mint.mailMessage(now)
           const about = { "mail.id": id, "mail.to": message.to, "mail.template": message.template }
@@ -69,6 +70,7 @@ export class Mailer extends Context.Service<Mailer, {
             transport.sendMail({ to: message.to, subject: message.subject, text: message.text })
           ).pipe(
             Effect.retry(SMTP_RETRY),
+            Effect.withSpan("Mailer.smtp", { attributes: about }),
             Effect.catch((error) =>
               Effect.logError("Mail could not be sent over SMTP", Cause.fail(error)).pipe(
                 Effect.annotateLogs(about),

@@ -50,7 +50,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     Effect.gen(function*() {
       const repo = yield* RateLimitRepo
       return RateLimiter.of({
-        consume: Effect.fn("RateLimiter.consume")(function*(family, identity, org) {
+        // Untraced: it runs on every sign-in start and complete; its statement has a span of its own.
+        consume: Effect.fnUntraced(function*(family, identity, org) {
           const now = yield* Clock.currentTimeMillis
           const buckets: Array<Bucket> = [
             { scope: "identity", key: `${family.name}:identity:${identity}`, limit: family.identityLimit },
