@@ -13,6 +13,7 @@ import projects from "./migrations/0007_projects.ts"
 import entitlements from "./migrations/0008_entitlements.ts"
 import config from "./migrations/0009_config.ts"
 import secrets from "./migrations/0010_secrets.ts"
+import agents from "./migrations/0013_agents.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -25,7 +26,8 @@ export const migrations = {
   "0007_projects": projects,
   "0008_entitlements": entitlements,
   "0009_config": config,
-  "0010_secrets": secrets
+  "0010_secrets": secrets,
+  "0013_agents": agents
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */
