@@ -8,6 +8,10 @@ import { ControlPlaneApi } from "@cp/domain"
 import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { AdminHttp, AgentProvidersHttp } from "./agents/http.ts"
+import { AgentProviderClient } from "./agents/providers.ts"
+import { AgentProvidersService } from "./agents/service.ts"
+import { AgentSimulatorRoutes } from "./agents/simulator.ts"
 import { ApiKeysHttp } from "./apiKeys/http.ts"
 import { ApiKeysService } from "./apiKeys/service.ts"
 import { AuditHttp } from "./audit/http.ts"
@@ -69,7 +73,8 @@ const Services = OAuthService.layer.pipe(
     ProjectsService.layer,
     EnvironmentSweep.layer,
     ConfigService.layer,
-    SecretsService.layer
+    SecretsService.layer,
+    AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer))
   )),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers))
 )
@@ -92,15 +97,20 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     EnvironmentSecretsHttp,
     ConfigurationHttp,
     ProjectConfigurationHttp,
-    EnvironmentConfigurationHttp
+    EnvironmentConfigurationHttp,
+    AgentProvidersHttp,
+    AdminHttp
   ]),
   Layer.provide(ApiMiddlewareLive)
 )
 
 const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs" })
 
-/** The HTTP side: the edge in front of the typed API and the docs; plus the idle sweep, which serves no route. */
-const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background)
+/**
+ * The HTTP side: the edge in front of the typed API, the docs and the development simulators; plus the idle sweep,
+ * which serves no route.
+ */
+const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, AgentSimulatorRoutes, EnvironmentSweep.background)
 
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */
 export const HttpAppLive = Http.pipe(Layer.provide(Services))

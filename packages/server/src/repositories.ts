@@ -1,5 +1,6 @@
 /** One persistence flavour for the whole server: every repository plus the transaction service. */
 import {
+  AgentConnectionsRepo,
   ApiKeysRepo,
   ChallengesRepo,
   ConfigRepo,
@@ -49,7 +50,8 @@ export const RepositoriesSql = Layer.mergeAll(
   EnvironmentsRepo.sql,
   EntitlementsRepo.sql,
   ConfigRepo.sql,
-  SecretsRepo.sql
+  SecretsRepo.sql,
+  AgentConnectionsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -75,5 +77,6 @@ export const RepositoriesMemory = Layer.mergeAll(
   EnvironmentsRepo.memory,
   EntitlementsRepo.memory,
   ConfigRepo.memory,
-  SecretsRepo.memory
+  SecretsRepo.memory,
+  AgentConnectionsRepo.memory
 )
