@@ -9,7 +9,6 @@ import { Effect, Schema, SchemaGetter } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   Conflict,
-  Forbidden,
   NotFound,
   PreconditionFailed,
   ProviderConnectionConflict,
@@ -172,12 +171,15 @@ export class AgentProvidersApi extends HttpApiGroup.make("agentProviders")
   }))
 {}
 
-/** Operator routes: only users whose email `PLATFORM_ADMIN_EMAILS` lists may call them (403 otherwise). */
+/**
+ * Operator routes: only signed-in users whose email `PLATFORM_ADMIN_EMAILS` lists may call them; to anyone else they
+ * do not exist (404, like an unknown route).
+ */
 export class AdminApi extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("rotateKek", "/v1/admin/kek/rotate", {
       success: Envelope({ rotation: KekRotation }),
-      error: Forbidden
+      error: NotFound
     }).annotateMerge(requires.session)
   )
   .middleware(Authorization)

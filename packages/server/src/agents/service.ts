@@ -14,7 +14,6 @@ import {
   type AgentProvider,
   type AgentProviderConnection,
   Conflict,
-  Forbidden,
   type KekRotation,
   NotFound,
   PreconditionFailed,
@@ -120,7 +119,7 @@ export class AgentProvidersService extends Context.Service<AgentProvidersService
     connectionId: AgentConnectionId
   ) => Effect.Effect<{ readonly connection: AgentProviderConnection }, NotFound | Conflict | ProviderUnavailable>
   /** Re-wraps every data key not under the current KEK (operators only: `PLATFORM_ADMIN_EMAILS`). */
-  readonly rotateKek: (actor: Actor) => Effect.Effect<KekRotation, Forbidden>
+  readonly rotateKek: (actor: Actor) => Effect.Effect<KekRotation, NotFound>
 }>()("@cp/server/AgentProvidersService") {
   static readonly layer = Layer.effect(
     AgentProvidersService,
@@ -311,7 +310,7 @@ export class AgentProvidersService extends Context.Service<AgentProvidersService
             ? yield* users.findById(actor.userId)
             : Option.none()
           if (Option.isNone(user) || !config.platformAdminEmails.includes(user.value.email.toLowerCase())) {
-            return yield* wireError(Forbidden, "Only platform operators may rotate the KEK")
+            return yield* wireError(NotFound, "No route matches this path")
           }
           let rewrapped = 0
           // Batches claimed with `for update skip locked`, so two operators rotating at once share the work.
