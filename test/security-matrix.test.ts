@@ -15,6 +15,7 @@
  * every call, so a destructive route meets a resource of its own each time.
  */
 import {
+  AgentProviderConnection,
   ControlPlaneApi,
   CreatedApiKey,
   Environment,
@@ -376,6 +377,17 @@ const secretFixtures = (
 
 const none = (): Effect.Effect<Req> => Effect.succeed({})
 
+/** A fresh agent provider connection of the workspace (its key accepted by the test server's simulator). */
+const newAgentConnection = (ctx: Ctx) =>
+  Effect.map(
+    asCreator(ctx, "POST", "/agents/providers", { connection: AgentProviderConnection }, {
+      provider: "openai",
+      apiKey: `sk-matrix-${randomUUID()}`,
+      name: `matrix-${randomUUID().slice(0, 8)}`
+    }),
+    (data) => ({ params: { connectionId: data.connection.id } })
+  )
+
 /**
  * One fixture per route, keyed `<group>.<endpoint>`. A route added to the API without one fails this suite: add its
  * fixture here, a request the route accepts for an allowed caller.
@@ -395,6 +407,20 @@ const fixtures: Readonly<Record<string, Fixture>> = {
     newEnvironmentScope,
     (p) => `/projects/${p["projectId"]}/environments/${p["environmentId"]}`
   ),
+  "agentProviders.list": { request: none },
+  "agentProviders.create": {
+    request: () =>
+      Effect.succeed({
+        body: { provider: "anthropic", apiKey: `sk-matrix-${randomUUID()}`, name: `m-${randomUUID().slice(0, 8)}` }
+      })
+  },
+  "agentProviders.update": {
+    request: (ctx) => Effect.map(newAgentConnection(ctx), (req) => ({ ...req, body: { config: { a: 1 } } }))
+  },
+  "agentProviders.disconnect": { request: newAgentConnection },
+  "agentProviders.verify": { request: newAgentConnection },
+  // Not an operator (PLATFORM_ADMIN_EMAILS is unset here): the route does not exist for the caller.
+  "admin.rotateKek": { request: none, alsoAllowed: [404] },
   "system.health": { request: none },
   "system.outbox": { request: none },
 
