@@ -5,7 +5,7 @@
 import type { AgentConnectionId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
+import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { createdNewestFirst } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { compositeKey, insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
@@ -83,7 +83,7 @@ export class AgentConnectionsRepo extends Context.Service<AgentConnectionsRepo, 
           const next: AgentConnectionRow = { ...current.value, ...row, createdAt: current.value.createdAt }
           for (const stored of table.values()) {
             if (stored.id !== row.id && liveName(stored) === liveName(next)) {
-              return insertUnique(table, row.id, next, uniques).pipe(Effect.as(Option.none()))
+              return Effect.fail(new UniqueViolation({ constraint: agentConnectionsNameConstraint }))
             }
           }
           changes.set(table, row.id, next)

@@ -44,7 +44,11 @@ export const AgentDataKeyRewrap = Schema.Struct({
 export type AgentDataKeyRewrap = typeof AgentDataKeyRewrap.Type
 
 /** A wrapped data key as a rotation pass reads it. */
-export const AgentWrappedKey = Schema.Struct({ id: AgentConnectionId, wrappedDataKey: Schema.String, kekId: Schema.String })
+export const AgentWrappedKey = Schema.Struct({
+  id: AgentConnectionId,
+  wrappedDataKey: Schema.String,
+  kekId: Schema.String
+})
 export type AgentWrappedKey = typeof AgentWrappedKey.Type
 
 /** Up to `limit` wrapped data keys not under `kekId`. */
