@@ -19,6 +19,7 @@ import { randomBytes, randomUUID } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
+import { cpctlRun, printedAs, tokenEnv } from "./support/cli.ts"
 import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
@@ -367,6 +368,56 @@ for (const backend of sqlBackends) {
         assert.strictEqual(gemini.status, 403)
       }))
 
+    it.effect("cpctl agents providers: connect (key on stdin), list, update --key, verify, disconnect; admin", () =>
+      Effect.gen(function*() {
+        const { baseUrl, orgId, token } = yield* newWorld
+        const env = tokenEnv(baseUrl, token)
+        const run = (args: ReadonlyArray<string>, stdin?: string) => cpctlRun(env, args, stdin)
+        const apiKey = goodKey("cli")
+        const connected = yield* run(
+          ["agents", "providers", "connect", "gemini", "-w", orgId, "--name", "cli", "--config", "{\"a\":1}", "--json"],
+          `${apiKey}\n`
+        )
+        assert.strictEqual(connected.exitCode, 0, connected.stderr)
+        const connection = printedAs(connected, AgentProviderConnection)
+        assert.strictEqual(connection.keyHint, `…${apiKey.slice(-4)}`)
+        assert.deepStrictEqual(connection.config, { a: 1 })
+        const listed = yield* run(["agents", "providers", "list", "-w", orgId, "--provider", "gemini", "--json"])
+        assert.deepStrictEqual(printedAs(listed, Schema.Array(AgentProviderConnection)).map((row) => row.id), [
+          connection.id
+        ])
+        const table = yield* run(["agents", "providers", "list", "-w", orgId])
+        assert.include(table.stdout, "platform-default")
+        const newKey = goodKey("cli2")
+        const updated = yield* run(
+          ["agents", "providers", "update", connection.id, "-w", orgId, "--key", "--json"],
+          newKey
+        )
+        assert.strictEqual(printedAs(updated, AgentProviderConnection).keyHint, `…${newKey.slice(-4)}`)
+        const rejected = yield* run(["agents", "providers", "connect", "openai", "-w", orgId], "sk-invalid-cli")
+        assert.strictEqual(rejected.exitCode, 1)
+        assert.include(rejected.stderr, "error precondition_failed")
+        const empty = yield* run(["agents", "providers", "connect", "openai", "-w", orgId], "")
+        assert.strictEqual(empty.exitCode, 2)
+        const verified = yield* run(["agents", "providers", "verify", connection.id, "-w", orgId, "--json"])
+        assert.strictEqual(printedAs(verified, AgentProviderConnection).status, "verified")
+        const unconfirmed = yield* run(["agents", "providers", "disconnect", connection.id, "-w", orgId])
+        assert.strictEqual(unconfirmed.exitCode, 2)
+        const disconnected = yield* run(["agents", "providers", "disconnect", connection.id, "-w", orgId, "--yes"])
+        assert.strictEqual(disconnected.exitCode, 0, disconnected.stderr)
+        assert.include(disconnected.stdout, `Disconnected ${connection.id}`)
+        for (const output of [connected, listed, updated, rejected, verified, disconnected]) {
+          for (const key of [apiKey, newKey, "sk-invalid-cli"]) assert.notInclude(output.stdout + output.stderr, key)
+        }
+        const notOperator = yield* run(["admin", "rotate-kek"])
+        assert.strictEqual(notOperator.exitCode, 1)
+        assert.include(notOperator.stderr, "error not_found")
+        const operator = yield* signIn(baseUrl, { email: ADMIN_EMAIL })
+        const rotated = yield* cpctlRun(tokenEnv(baseUrl, operator.token), ["admin", "rotate-kek", "--json"])
+        assert.strictEqual(rotated.exitCode, 0, rotated.stderr)
+        assert.deepStrictEqual(printedAs(rotated, KekRotation), { kekId: kek.id, rewrapped: 0, remaining: 0 })
+      }))
+
     it.effect("rotate-kek is for operators only: 404 to anyone else", () =>
       Effect.gen(function*() {
         const { baseUrl, token } = yield* newWorld
@@ -443,24 +494,35 @@ for (const backend of sqlBackends) {
                 Effect.orDie
               )
             // Generation 1: the old KEK; two connections.
-            const world = yield* withServer({ SECRETS_KEK: oldKek }, (baseUrl) =>
-              Effect.gen(function*() {
-                const session = yield* signIn(baseUrl, { email: admin })
-                const [personal] = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }), {
-                  organizations: Schema.Array(Organization)
-                }).organizations
-                const prefix = `/v1/organizations/${personal!.id}/agents/providers`
-                const ids: Array<string> = []
-                for (const provider of ["openai", "modal"] as const) {
-                  const res = yield* call(baseUrl, "POST", prefix, {
-                    token: session.token,
-                    body: { provider, apiKey: goodKey(provider) }
-                  })
-                  ids.push(connectionOf(res).id)
-                }
-                return { token: session.token, prefix, ids }
-              }))
-            assert.deepStrictEqual(yield* keyIds(), [kekOf(oldKek).id, kekOf(oldKek).id])
+            const world = yield* withServer(
+              { SECRETS_KEK: oldKek, AGENT_ANTHROPIC_BASE_URL: DOWN_URL },
+              (baseUrl) =>
+                Effect.gen(function*() {
+                  const session = yield* signIn(baseUrl, { email: admin })
+                  const [personal] = ok(yield* call(baseUrl, "GET", "/v1/organizations", { token: session.token }), {
+                    organizations: Schema.Array(Organization)
+                  }).organizations
+                  const prefix = `/v1/organizations/${personal!.id}/agents/providers`
+                  const ids: Array<string> = []
+                  for (const provider of ["openai", "modal"] as const) {
+                    const res = yield* call(baseUrl, "POST", prefix, {
+                      token: session.token,
+                      body: { provider, apiKey: goodKey(provider) }
+                    })
+                    ids.push(connectionOf(res).id)
+                  }
+                  // The anthropic API is down: a key it would refuse is stored unverified, found invalid later.
+                  const unverified = connectionOf(
+                    yield* call(baseUrl, "POST", prefix, {
+                      token: session.token,
+                      body: { provider: "anthropic", apiKey: "sk-invalid-stored-while-down" }
+                    })
+                  )
+                  assert.strictEqual(unverified.status, "unverified")
+                  return { token: session.token, prefix, ids, unverifiedId: unverified.id }
+                })
+            )
+            assert.deepStrictEqual(yield* keyIds(), [kekOf(oldKek).id, kekOf(oldKek).id, kekOf(oldKek).id])
             // Generation 2: the new KEK, the old one still accepted for reads; verify opens keys under the old one.
             yield* withServer(
               { SECRETS_KEK: newKek, SECRETS_KEK_PREVIOUS: oldKek, PLATFORM_ADMIN_EMAILS: admin },
@@ -476,7 +538,7 @@ for (const backend of sqlBackends) {
                     yield* call(baseUrl, "POST", "/v1/admin/kek/rotate", { token: world.token }),
                     { rotation: KekRotation }
                   ).rotation
-                  assert.deepStrictEqual(rotation, { kekId: kekOf(newKek).id, rewrapped: 2, remaining: 0 })
+                  assert.deepStrictEqual(rotation, { kekId: kekOf(newKek).id, rewrapped: 3, remaining: 0 })
                   const again = ok(
                     yield* call(baseUrl, "POST", "/v1/admin/kek/rotate", { token: world.token }),
                     { rotation: KekRotation }
@@ -484,7 +546,7 @@ for (const backend of sqlBackends) {
                   assert.deepStrictEqual(again, { kekId: kekOf(newKek).id, rewrapped: 0, remaining: 0 })
                 })
             )
-            assert.deepStrictEqual(yield* keyIds(), [kekOf(newKek).id, kekOf(newKek).id])
+            assert.deepStrictEqual(yield* keyIds(), [kekOf(newKek).id, kekOf(newKek).id, kekOf(newKek).id])
             // Generation 3: only the new KEK; every key still opens.
             yield* withServer({ SECRETS_KEK: newKek }, (baseUrl) =>
               Effect.gen(function*() {
@@ -494,6 +556,12 @@ for (const backend of sqlBackends) {
                   )
                   assert.strictEqual(verified.status, "verified")
                 }
+                // The simulator answers now, and refuses the key stored while the provider was down.
+                const invalid = connectionOf(
+                  yield* call(baseUrl, "POST", `${world.prefix}/${world.unverifiedId}/verify`, { token: world.token })
+                )
+                assert.strictEqual(invalid.status, "invalid")
+                assert.isString(invalid.lastVerifiedAt)
               }))
           }))
       }
