@@ -523,6 +523,16 @@ for (const backend of sqlBackends) {
                 })
             )
             assert.deepStrictEqual(yield* keyIds(), [kekOf(oldKek).id, kekOf(oldKek).id, kekOf(oldKek).id])
+            // A stray generation under a KEK nobody configures later: its key cannot be re-wrapped.
+            const strayKek = randomBytes(32).toString("base64")
+            const strayId = yield* withServer({ SECRETS_KEK: strayKek }, (baseUrl) =>
+              Effect.map(
+                call(baseUrl, "POST", world.prefix, {
+                  token: world.token,
+                  body: { provider: "openai", apiKey: goodKey("stray"), name: "stray" }
+                }),
+                (res) => connectionOf(res).id
+              ))
             // Generation 2: the new KEK, the old one still accepted for reads; verify opens keys under the old one.
             yield* withServer(
               { SECRETS_KEK: newKek, SECRETS_KEK_PREVIOUS: oldKek, PLATFORM_ADMIN_EMAILS: admin },
@@ -538,15 +548,18 @@ for (const backend of sqlBackends) {
                     yield* call(baseUrl, "POST", "/v1/admin/kek/rotate", { token: world.token }),
                     { rotation: KekRotation }
                   ).rotation
-                  assert.deepStrictEqual(rotation, { kekId: kekOf(newKek).id, rewrapped: 3, remaining: 0 })
+                  assert.deepStrictEqual(rotation, { kekId: kekOf(newKek).id, rewrapped: 3, remaining: 1 })
                   const again = ok(
                     yield* call(baseUrl, "POST", "/v1/admin/kek/rotate", { token: world.token }),
                     { rotation: KekRotation }
                   ).rotation
-                  assert.deepStrictEqual(again, { kekId: kekOf(newKek).id, rewrapped: 0, remaining: 0 })
+                  assert.deepStrictEqual(again, { kekId: kekOf(newKek).id, rewrapped: 0, remaining: 1 })
                 })
             )
-            assert.deepStrictEqual(yield* keyIds(), [kekOf(newKek).id, kekOf(newKek).id, kekOf(newKek).id])
+            assert.deepStrictEqual(
+              (yield* keyIds()).sort(),
+              [kekOf(newKek).id, kekOf(newKek).id, kekOf(newKek).id, kekOf(strayKek).id].sort()
+            )
             // Generation 3: only the new KEK; every key still opens.
             yield* withServer({ SECRETS_KEK: newKek }, (baseUrl) =>
               Effect.gen(function*() {
@@ -562,6 +575,8 @@ for (const backend of sqlBackends) {
                 )
                 assert.strictEqual(invalid.status, "invalid")
                 assert.isString(invalid.lastVerifiedAt)
+                // Disconnecting needs no KEK: the stray key is shredded, and nothing is left to rotate.
+                connectionOf(yield* call(baseUrl, "DELETE", `${world.prefix}/${strayId}`, { token: world.token }))
               }))
           }))
       }

@@ -48,7 +48,10 @@ export class AgentConnectionsRepo extends Context.Service<AgentConnectionsRepo, 
    * statement; the final row, or None unless it was live.
    */
   readonly shred: (shred: AgentConnectionShred) => Effect.Effect<Option.Option<AgentConnectionRow>>
-  /** Up to `limit` wrapped data keys (any workspace) not wrapped under `kekId`, locked for this transaction. */
+  /**
+   * Up to `limit` wrapped data keys (any workspace) not wrapped under `kekId`, in id order after `afterId`, locked for
+   * this transaction (`skip locked`: another rotation's batch is left to it).
+   */
   readonly claimWrappedNotUnder: (query: AgentWrappedKeysQuery) => Effect.Effect<ReadonlyArray<AgentWrappedKey>>
   /** Stores a re-wrapped data key unless it was re-wrapped or shredded meanwhile; whether it was stored. */
   readonly rewrap: (rewrap: AgentDataKeyRewrap) => Effect.Effect<boolean>
@@ -94,9 +97,12 @@ export class AgentConnectionsRepo extends Context.Service<AgentConnectionsRepo, 
           live(key).pipe(
             Option.map(() => ({ ...row, sealedKey: null, wrappedDataKey: null, deletedAt: at, updatedAt: at }))
           )),
-      claimWrappedNotUnder: ({ kekId, limit }) =>
+      claimWrappedNotUnder: ({ afterId, kekId, limit }) =>
         Effect.sync(() =>
-          wrappedNotUnder(kekId).slice(0, limit).flatMap((row) =>
+          wrappedNotUnder(kekId).filter((row) => row.id > afterId).sort((a, b) => a.id < b.id ? -1 : 1).slice(
+            0,
+            limit
+          ).flatMap((row) =>
             row.wrappedDataKey === null || row.kekId === null
               ? []
               : [{ id: row.id, wrappedDataKey: row.wrappedDataKey, kekId: row.kekId }]
@@ -183,10 +189,10 @@ export class AgentConnectionsRepo extends Context.Service<AgentConnectionsRepo, 
           SqlSchema.findAll({
             Request: AgentWrappedKeysQuery,
             Result: AgentWrappedKey,
-            execute: ({ kekId, limit }) =>
+            execute: ({ afterId, kekId, limit }) =>
               sql`
                 select id, wrapped_data_key, kek_id from agent_connections
-                where wrapped_data_key is not null and kek_id <> ${kekId}
+                where wrapped_data_key is not null and kek_id <> ${kekId} and id > ${afterId}
                 order by id
                 limit ${limit}
                 for update skip locked`

@@ -51,6 +51,6 @@ export const AgentWrappedKey = Schema.Struct({
 })
 export type AgentWrappedKey = typeof AgentWrappedKey.Type
 
-/** Up to `limit` wrapped data keys not under `kekId`. */
-export const AgentWrappedKeysQuery = Schema.Struct({ kekId: Schema.String, limit: Schema.Int })
+/** Up to `limit` wrapped data keys not under `kekId`, in id order after `afterId` (`""`: from the start). */
+export const AgentWrappedKeysQuery = Schema.Struct({ kekId: Schema.String, afterId: Schema.String, limit: Schema.Int })
 export type AgentWrappedKeysQuery = typeof AgentWrappedKeysQuery.Type

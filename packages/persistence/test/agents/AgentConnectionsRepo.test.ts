@@ -136,9 +136,12 @@ describeContract("AgentConnectionsRepo", repositories, (it) => {
       yield* Effect.forEach([...rows, gone], repo.insert, { discard: true })
       yield* repo.shred({ orgId: org.id, connectionId: gone.id, at: at(4) })
       const before = yield* repo.countNotUnder(newKid)
-      const claimed = (yield* repo.claimWrappedNotUnder({ kekId: newKid, limit: 10_000 }))
+      const claimed = (yield* repo.claimWrappedNotUnder({ kekId: newKid, afterId: "", limit: 10_000 }))
         .filter((key) => key.kekId === oldKid)
-      assert.deepStrictEqual(claimed.map((key) => key.id).sort(), rows.map((row) => row.id).sort())
+      const ids = rows.map((row) => row.id).sort()
+      assert.deepStrictEqual(claimed.map((key) => key.id), ids, "in id order")
+      const after = yield* repo.claimWrappedNotUnder({ kekId: newKid, afterId: ids[0] ?? "", limit: 10_000 })
+      assert.deepStrictEqual(after.filter((key) => key.kekId === oldKid).map((key) => key.id), ids.slice(1))
       const [first] = rows
       assert.isDefined(first)
       const rewrap = { id: first.id, previousKekId: oldKid, wrappedDataKey: "v1.new.n.t.c", kekId: newKid }

@@ -313,12 +313,18 @@ export class AgentProvidersService extends Context.Service<AgentProvidersService
             return yield* wireError(NotFound, "No route matches this path")
           }
           let rewrapped = 0
-          // Batches claimed with `for update skip locked`, so two operators rotating at once share the work.
+          let afterId = ""
+          // Batches in id order, claimed with `for update skip locked` so two rotations at once share the work; a key
+          // no configured KEK opens is passed over (counted in `remaining`), never retried in a loop.
           while (true) {
-            const done = yield* tx.withTransaction(Effect.gen(function*() {
-              const batch = yield* connections.claimWrappedNotUnder({ kekId: keys.kek.id, limit: ROTATION_BATCH })
+            const batch = yield* tx.withTransaction(Effect.gen(function*() {
+              const claimed = yield* connections.claimWrappedNotUnder({
+                kekId: keys.kek.id,
+                afterId,
+                limit: ROTATION_BATCH
+              })
               let stored = 0
-              for (const row of batch) {
+              for (const row of claimed) {
                 const wrapped = rewrap(keys, row.wrappedDataKey, row.kekId)
                 if (wrapped === undefined) continue
                 const ok = yield* connections.rewrap({
@@ -329,10 +335,11 @@ export class AgentProvidersService extends Context.Service<AgentProvidersService
                 })
                 if (ok) stored++
               }
-              return stored
+              return { stored, lastId: claimed.at(-1)?.id }
             }))
-            rewrapped += done
-            if (done === 0) break
+            rewrapped += batch.stored
+            if (batch.lastId === undefined) break
+            afterId = batch.lastId
           }
           const remaining = yield* connections.countNotUnder(keys.kek.id)
           if (remaining > 0) {
