@@ -506,10 +506,17 @@ for (const backend of sqlBackends) {
                     })
                   )
                   assert.strictEqual(unverified.status, "unverified")
-                  return { token: session.token, prefix, ids, unverifiedId: unverified.id }
+                  // An Idempotency-Key answer, stored sealed under the old KEK.
+                  const first = yield* call(baseUrl, "POST", prefix, {
+                    token: session.token,
+                    body: { provider: "gemini", apiKey: "sk-idempotent-key" },
+                    headers: { "idempotency-key": "kek-rotation-replay" }
+                  })
+                  ids.push(connectionOf(first).id)
+                  return { token: session.token, prefix, ids, unverifiedId: unverified.id, first }
                 })
             )
-            assert.deepStrictEqual(yield* keyIds(), [kekOf(oldKek).id, kekOf(oldKek).id, kekOf(oldKek).id])
+            assert.deepStrictEqual(yield* keyIds(), Array(4).fill(kekOf(oldKek).id))
             // A stray generation under a KEK nobody configures later: its key cannot be re-wrapped.
             const strayKek = randomBytes(32).toString("base64")
             const strayId = yield* withServer({ SECRETS_KEK: strayKek }, (baseUrl) =>
@@ -525,6 +532,14 @@ for (const backend of sqlBackends) {
               { SECRETS_KEK: newKek, SECRETS_KEK_PREVIOUS: oldKek, PLATFORM_ADMIN_EMAILS: admin },
               (baseUrl) =>
                 Effect.gen(function*() {
+                  // The stored answer still opens under the previous KEK: replayed byte for byte.
+                  const replay = yield* call(baseUrl, "POST", world.prefix, {
+                    token: world.token,
+                    body: { provider: "gemini", apiKey: "sk-idempotent-key" },
+                    headers: { "idempotency-key": "kek-rotation-replay" }
+                  })
+                  assert.strictEqual(replay.headers.get("idempotent-replayed"), "true")
+                  assert.strictEqual(replay.text, world.first.text)
                   for (const id of world.ids) {
                     const verified = connectionOf(
                       yield* call(baseUrl, "POST", `${world.prefix}/${id}/verify`, { token: world.token })
@@ -535,7 +550,7 @@ for (const backend of sqlBackends) {
                     yield* call(baseUrl, "POST", "/v1/admin/kek/rotate", { token: world.token }),
                     { rotation: KekRotation }
                   ).rotation
-                  assert.deepStrictEqual(rotation, { kekId: kekOf(newKek).id, rewrapped: 3, remaining: 1 })
+                  assert.deepStrictEqual(rotation, { kekId: kekOf(newKek).id, rewrapped: 4, remaining: 1 })
                   const again = ok(
                     yield* call(baseUrl, "POST", "/v1/admin/kek/rotate", { token: world.token }),
                     { rotation: KekRotation }
@@ -545,7 +560,7 @@ for (const backend of sqlBackends) {
             )
             assert.deepStrictEqual(
               (yield* keyIds()).sort(),
-              [kekOf(newKek).id, kekOf(newKek).id, kekOf(newKek).id, kekOf(strayKek).id].sort()
+              [...Array(4).fill(kekOf(newKek).id), kekOf(strayKek).id].sort()
             )
             // Generation 3: only the new KEK; every key still opens.
             yield* withServer({ SECRETS_KEK: newKek }, (baseUrl) =>

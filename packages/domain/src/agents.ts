@@ -7,21 +7,9 @@
  */
 import { Effect, Schema, SchemaGetter } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import {
-  Conflict,
-  NotFound,
-  PreconditionFailed,
-  ProviderConnectionConflict,
-  ProviderUnavailable
-} from "./errors.ts"
+import { Conflict, NotFound, PreconditionFailed, ProviderConnectionConflict, ProviderUnavailable } from "./errors.ts"
 import { AgentConnectionId } from "./ids.ts"
-import {
-  Authentication,
-  Authorization,
-  requires,
-  WorkspaceAuthentication,
-  WorkspaceAuthorization
-} from "./security.ts"
+import { Authentication, Authorization, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { JsonValue, LineText, Text } from "./text.ts"
 import { CurrentRequestId, Envelope, Meta, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"

@@ -72,7 +72,7 @@ const isServicePrincipalId = Schema.is(ServicePrincipalId)
 export const subjectTypeOf = (id: string): "user" | "service_principal" | undefined =>
   isUserId(id) ? "user" : isServicePrincipalId(id) ? "service_principal" : undefined
 
-/** A workspace agent provider connection (`apc_` + ULID), or a synthetic platform row (`apc_platform_<provider>_<slug>`). */
+/** An agent provider connection (`apc_` + ULID), or a synthetic platform row (`apc_platform_<provider>_<slug>`). */
 export const AgentConnectionId = Schema.String.check(
   Schema.isPattern(new RegExp(`^${IdPrefix.agentConnection}(${ULID}|platform_[a-z]+_[a-z0-9][a-z0-9-]{0,62})$`))
 ).pipe(Schema.brand("AgentConnectionId"))

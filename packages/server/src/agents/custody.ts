@@ -4,8 +4,8 @@
  * the platform's `seal`/`open` (AES-256-GCM). Nothing here logs; the plaintext lives only in the returned values.
  */
 import { randomBytes } from "node:crypto"
-import { kekWithId, type KeyEncryptionKey } from "../platform/keys.ts"
-import { open, seal } from "../platform/secretBox.ts"
+import type { KeyEncryptionKey } from "../platform/keys.ts"
+import { open, openWithAny, seal } from "../platform/secretBox.ts"
 
 /** The custody columns of one connection. */
 export interface Custody {
@@ -35,21 +35,20 @@ export const lock = (kek: KeyEncryptionKey, apiKey: string): Custody => {
 }
 
 /** The data key, unwrapped with whichever known KEK (current or previous) wrapped it; undefined if none did. */
-const unwrap = (keks: Keks, wrappedDataKey: string, kekId: string): Buffer | undefined => {
-  const kek = kekWithId(keks, kekId)
-  const dataKey = kek === undefined ? undefined : open(kek, wrappedDataKey)
+const unwrap = (keks: Keks, wrappedDataKey: string): Buffer | undefined => {
+  const dataKey = openWithAny([keks.kek, ...keks.previousKeks], wrappedDataKey)
   return dataKey === undefined ? undefined : Buffer.from(dataKey, "base64")
 }
 
 /** The provider key, or undefined when no known KEK opens its data key (or the row was tampered with). */
 export const unlock = (keks: Keks, custody: Custody): string | undefined => {
-  const dataKey = unwrap(keks, custody.wrappedDataKey, custody.kekId)
+  const dataKey = unwrap(keks, custody.wrappedDataKey)
   return dataKey === undefined ? undefined : open(dataKeyOf(dataKey), custody.sealedKey)
 }
 
 /** The data key re-wrapped under the current KEK, without touching the sealed provider key; undefined if unopenable. */
-export const rewrap = (keks: Keks, wrappedDataKey: string, kekId: string): string | undefined => {
-  const dataKey = unwrap(keks, wrappedDataKey, kekId)
+export const rewrap = (keks: Keks, wrappedDataKey: string): string | undefined => {
+  const dataKey = unwrap(keks, wrappedDataKey)
   return dataKey === undefined ? undefined : seal(keks.kek, dataKey.toString("base64"))
 }
 

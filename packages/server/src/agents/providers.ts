@@ -58,7 +58,7 @@ export const providerApis: Record<
 }
 
 export class AgentProviderClient extends Context.Service<AgentProviderClient, {
-  /** Asks the provider whether it accepts `apiKey`. Never fails: every fault is `unreachable`, logged without secrets. */
+  /** Asks the provider whether it accepts `apiKey`. Never fails: every fault is `unreachable`, logged keyless. */
   readonly check: (provider: AgentProvider, apiKey: string) => Effect.Effect<KeyCheck>
 }>()("@cp/server/agents/AgentProviderClient") {
   static readonly layer = Layer.effect(

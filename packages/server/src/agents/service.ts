@@ -325,7 +325,7 @@ export class AgentProvidersService extends Context.Service<AgentProvidersService
               })
               let stored = 0
               for (const row of claimed) {
-                const wrapped = rewrap(keys, row.wrappedDataKey, row.kekId)
+                const wrapped = rewrap(keys, row.wrappedDataKey)
                 if (wrapped === undefined) continue
                 const ok = yield* connections.rewrap({
                   id: row.id,

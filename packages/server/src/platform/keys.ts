@@ -20,12 +20,6 @@ const keyEncryptionKey = (key: Buffer): KeyEncryptionKey => ({
   key
 })
 
-/** The KEK, current or previous, whose id a sealed value names. */
-export const kekWithId = (
-  keys: { readonly kek: KeyEncryptionKey; readonly previousKeks: ReadonlyArray<KeyEncryptionKey> },
-  id: string
-) => [keys.kek, ...keys.previousKeks].find((kek) => kek.id === id)
-
 export class ServerKeys extends Context.Service<ServerKeys, {
   /** A prepared key object: HMAC with it skips the per-call key import. */
   readonly signingKey: KeyObject
