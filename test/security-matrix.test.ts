@@ -36,6 +36,7 @@ import {
   Team,
   TeamMember,
   TeamRoleGrant,
+  WebhookSubscription,
   type WorkspaceRole,
   workspaceRoles
 } from "@cp/domain"
@@ -81,7 +82,10 @@ HttpApi.reflect(ControlPlaneApi, {
       key: `${group.identifier}.${endpoint.identifier}`,
       method: endpoint.method,
       path: endpoint.path,
-      requirement: requirement ?? { _tag: "Permission", permission: "__undeclared__" as Permission },
+      // A resource permission is the workspace permission on the workspace-scoped endpoints the fixtures make.
+      requirement: requirement?._tag === "ResourcePermission"
+        ? { _tag: "Permission", permission: requirement.permission }
+        : requirement ?? { _tag: "Permission", permission: "__undeclared__" as Permission },
       workspaceScoped: endpoint.path.startsWith("/v1/organizations/:orgId"),
       reachesHidden: Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true
     })
@@ -389,10 +393,143 @@ const newAgentConnection = (ctx: Ctx) =>
   )
 
 /**
+ * A webhook endpoint of the workspace, written straight into the database after every earlier one is removed (the
+ * matrix makes more than the 20 a workspace may hold). Its URL is loopback, which the server (without
+ * `WEBHOOK_ALLOW_PRIVATE_NETWORKS`) refuses at delivery time: nothing is ever sent.
+ */
+const seedEndpoint = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const now = new Date()
+    const endpointId = newId("whe_", now.getTime())
+    yield* sql`delete from webhook_endpoints where org_id = ${ctx.orgId}`
+    yield* sql`insert into webhook_endpoints ${
+      sql.insert({
+        id: endpointId,
+        orgId: ctx.orgId,
+        projectId: null,
+        url: "https://127.0.0.1:9/hook",
+        name: "matrix",
+        description: null,
+        status: "active",
+        disabledReason: null,
+        disabledAt: null,
+        secretVersion: 1,
+        secretLastRotatedAt: null,
+        sealedSecret: "unused",
+        previousSealedSecret: null,
+        previousSecretExpiresAt: null,
+        kekId: "unused",
+        consecutiveFailures: 0,
+        createdAt: now,
+        updatedAt: now
+      })
+    }`
+    return endpointId
+  }).pipe(Effect.orDie)
+
+const seedSubscription = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const endpointId = yield* seedEndpoint(ctx)
+    const data = yield* asCreator(ctx, "POST", "/webhooks/subscriptions", { subscription: WebhookSubscription }, {
+      endpointId,
+      eventType: "*"
+    })
+    return data.subscription.id
+  })
+
+/** A terminal (failed) delivery attempt of a fresh endpoint, written straight into the database. */
+const seedAttempt = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const endpointId = yield* seedEndpoint(ctx)
+    const sql = yield* SqlClient.SqlClient
+    const now = new Date()
+    const attemptId = newId("whd_", now.getTime())
+    const eventId = randomUUID()
+    yield* sql`insert into webhook_deliveries ${
+      sql.insert({
+        id: attemptId,
+        orgId: ctx.orgId,
+        endpointId,
+        subscriptionId: null,
+        eventId,
+        eventType: "project.created",
+        status: "failed",
+        attemptNumber: 5,
+        httpStatusCode: null,
+        failureReason: "destination_not_allowed",
+        idempotencyKey: eventId,
+        nextRetryAt: null,
+        completedAt: now,
+        createdAt: now,
+        updatedAt: now,
+        body: "{}",
+        dueAt: null,
+        claimedUntil: null,
+        claimToken: null,
+        traceContext: null,
+        responseBody: null
+      })
+    }`.pipe(Effect.orDie)
+    return attemptId
+  })
+
+const withEndpoint = (body?: Record<string, unknown>) => (ctx: Ctx) =>
+  Effect.map(seedEndpoint(ctx), (endpointId) => ({ params: { endpointId }, ...(body === undefined ? {} : { body }) }))
+
+/** The webhook routes: endpoints (workspace and project), subscriptions and attempts, each on fresh resources. */
+const webhookFixtures: Record<string, Fixture> = {
+  "webhooks.listEndpoints": { request: none },
+  "webhooks.createEndpoint": {
+    request: (ctx) => Effect.as(seedEndpoint(ctx), { body: { url: "https://192.0.2.1/hook" } })
+  },
+  "webhooks.listProjectEndpoints": { request: (ctx) => Effect.map(newProjectScope(ctx), (params) => ({ params })) },
+  "webhooks.createProjectEndpoint": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        yield* seedEndpoint(ctx)
+        return { params: yield* newProjectScope(ctx), body: { url: "https://192.0.2.1/hook" } }
+      })
+  },
+  "webhooks.getEndpoint": { request: withEndpoint() },
+  "webhooks.updateEndpoint": { request: withEndpoint({ name: "renamed" }) },
+  "webhooks.deleteEndpoint": { request: withEndpoint() },
+  "webhooks.disableEndpoint": { request: withEndpoint({ reason: "matrix" }) },
+  "webhooks.enableEndpoint": { request: withEndpoint() },
+  "webhooks.rotateSecret": { request: withEndpoint() },
+  "webhooks.listEndpointSubscriptions": { request: withEndpoint() },
+  "webhooks.listDeliveryAttempts": { request: withEndpoint() },
+  "webhooks.endpointStats": { request: withEndpoint() },
+  "webhooks.recoverEndpoint": { request: withEndpoint({ since: new Date(Date.now() - 60_000).toISOString() }) },
+  "webhooks.testEndpoint": { request: withEndpoint({}) },
+  "webhooks.createSubscription": {
+    request: (ctx) => Effect.map(seedEndpoint(ctx), (endpointId) => ({ body: { endpointId, eventType: "*" } })),
+    referencesInBody: true
+  },
+  "webhooks.getSubscription": {
+    request: (ctx) => Effect.map(seedSubscription(ctx), (subscriptionId) => ({ params: { subscriptionId } }))
+  },
+  "webhooks.updateSubscription": {
+    request: (ctx) =>
+      Effect.map(seedSubscription(ctx), (subscriptionId) => ({ params: { subscriptionId }, body: { enabled: false } }))
+  },
+  "webhooks.deleteSubscription": {
+    request: (ctx) => Effect.map(seedSubscription(ctx), (subscriptionId) => ({ params: { subscriptionId } }))
+  },
+  "webhooks.getDeliveryAttempt": {
+    request: (ctx) => Effect.map(seedAttempt(ctx), (attemptId) => ({ params: { attemptId } }))
+  },
+  "webhooks.replayDeliveryAttempt": {
+    request: (ctx) => Effect.map(seedAttempt(ctx), (attemptId) => ({ params: { attemptId } }))
+  }
+}
+
+/**
  * One fixture per route, keyed `<group>.<endpoint>`. A route added to the API without one fails this suite: add its
  * fixture here, a request the route accepts for an allowed caller.
  */
 const fixtures: Readonly<Record<string, Fixture>> = {
+  ...webhookFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),
   ...secretFixtures("projectSecrets", newProjectScope, (p) => `/projects/${p["projectId"]}`),
   ...secretFixtures(

@@ -6,12 +6,12 @@ import { ControlPlaneApi, layerBearerClient } from "@cp/domain"
 import { type Database, Migrations } from "@cp/persistence"
 import { serveApp } from "@cp/server/app"
 import { AppConfig, parseConfig } from "@cp/server/platform/config"
+import { DEFAULT_NODE_LIMITS, makeNodeServer, type NodeServerLimits } from "@cp/server/platform/nodeServer"
 import { RepositoriesMemory, RepositoriesSql } from "@cp/server/repositories"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClientRequest, HttpServer } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
-import { createServer } from "node:http"
 import { type Backend, databaseLayer } from "../../packages/persistence/test/harness.ts"
 
 /** The SQL databases a suite runs on: PGlite, and PostgreSQL too when `DATABASE_URL` names a server. */
@@ -34,12 +34,16 @@ const testConfig = (env: Readonly<Record<string, string>>) =>
   Layer.effect(AppConfig, parseConfig({ APP_ENV: "test", HOST: "127.0.0.1", PORT: "0", ...env }))
 
 /** The whole server with `APP_ENV=test` (plus `env`) over `repositories`, on 127.0.0.1 at a port the OS picks. */
-const serverWith = <R, E, RIn>(repositories: Layer.Layer<R, E, RIn>, env: Readonly<Record<string, string>>) =>
+const serverWith = <R, E, RIn>(
+  repositories: Layer.Layer<R, E, RIn>,
+  env: Readonly<Record<string, string>>,
+  limits: NodeServerLimits = DEFAULT_NODE_LIMITS
+) =>
   listeningAt.pipe(
     Layer.provideMerge(serveApp),
     Layer.provideMerge(repositories),
     Layer.provide(testConfig(env)),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+    Layer.provideMerge(NodeHttpServer.layer(() => makeNodeServer(limits), { port: 0, host: "127.0.0.1" }))
   )
 
 /**
@@ -54,6 +58,9 @@ export const testServerOver = <E>(
 /** The server on memory repositories, an embedded PGlite, or a scratch database on `DATABASE_URL`. */
 export const testServer = (backend: Backend, env: Readonly<Record<string, string>> = {}) =>
   backend === "memory" ? serverWith(RepositoriesMemory, env) : testServerOver(databaseLayer(backend), env)
+
+/** The server on memory repositories with other Node limits (header and request timeouts), to test them. */
+export const testServerWithLimits = (limits: NodeServerLimits) => serverWith(RepositoriesMemory, {}, limits)
 
 /** Raw HTTP against the test server: the exact bytes on the wire. */
 export const call = (

@@ -14,6 +14,7 @@ import { members } from "./commands/members.ts"
 import { envs, projects } from "./commands/projects.ts"
 import { secrets } from "./commands/secrets.ts"
 import { teams } from "./commands/teams.ts"
+import { webhooks } from "./commands/webhooks.ts"
 import { workspaces } from "./commands/workspaces.ts"
 import { type CpctlError, reportFailure } from "./errors.ts"
 import { JsonOutput } from "./output.ts"
@@ -38,6 +39,7 @@ export const cpctl = Command.make("cpctl").pipe(
     secrets,
     config,
     flags,
+    webhooks,
     agents,
     admin
   ]),

@@ -8,10 +8,12 @@ import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi 
 import { IdentityApi, SessionApi } from "./identity.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { ProjectsApi } from "./projects.ts"
+import { finishReference, introduction } from "./reference.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
+import { WebhooksApi } from "./webhooks.ts"
 import { WorkspacesApi } from "./workspaces.ts"
 
 export class ControlPlaneApi extends HttpApi.make("control-plane")
@@ -31,6 +33,7 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(SecretsApi)
   .add(ProjectSecretsApi)
   .add(EnvironmentSecretsApi)
+  .add(WebhooksApi)
   .add(AgentProvidersApi)
   .add(AdminApi)
   .middleware(RequestValidation)
@@ -43,6 +46,9 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .annotateMerge(OpenApi.annotations({
     title: "Workspace Control-Plane API",
     version: "1.0.0",
-    description: "Identity, workspaces, access control and the run-state plane of a multi-tenant platform."
+    description: introduction,
+    // Relative: the reference is served by the server it describes, so requests go back to the same origin.
+    servers: [{ url: "/", description: "This server" }],
+    transform: finishReference
   }))
 {}

@@ -4,6 +4,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Role } from "./access.ts"
 import { Conflict, NotFound } from "./errors.ts"
 import { ApiKeyId, ProjectId, ServicePrincipalId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
@@ -80,17 +81,27 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
       params: orgParams,
       payload: CreateApiKey,
       success: Envelope({ apiKey: CreatedApiKey })
-    }).annotateMerge(requires.permission("organization.api_key.create")),
+    }).annotateMerge(
+      doc(
+        "Create an API key",
+        "Returns the secret (`sk_…`) exactly once; the key acts as a service principal with the given " +
+          "role in this workspace (and project, when scoped)."
+      )
+    ).annotateMerge(requires.permission("organization.api_key.create")),
     HttpApiEndpoint.get("list", "/v1/organizations/:orgId/api-keys", {
       params: orgParams,
       query: { ...PageQuery, projectId: Schema.optionalKey(ProjectId) },
       success: Page({ apiKeys: Schema.Array(ApiKey) })
-    }).annotateMerge(requires.permission("organization.api_key.list")),
+    }).annotateMerge(doc("List API keys", "Key metadata and prefixes; secrets are never shown again.")).annotateMerge(
+      requires.permission("organization.api_key.list")
+    ),
     HttpApiEndpoint.delete("revoke", "/v1/organizations/:orgId/api-keys/:apiKeyId", {
       params: { ...orgParams, apiKeyId: ApiKeyId },
       success: Envelope({ apiKey: RevokedApiKey }),
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission("organization.api_key.revoke"))
+    }).annotateMerge(
+      doc("Revoke an API key", "The key answers 401 from then on; revoking it again is a 409 `conflict`.")
+    ).annotateMerge(requires.permission("organization.api_key.revoke"))
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)

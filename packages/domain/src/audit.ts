@@ -6,6 +6,7 @@ import { Option, Schema, SchemaGetter, SchemaTransformation } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { RateLimited } from "./errors.ts"
 import { AuditEntryId, EnvironmentId, EventId, OrgId, ProjectId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Text } from "./text.ts"
 import { Page, Timestamp } from "./wire.ts"
@@ -132,7 +133,13 @@ export class AuditApi extends HttpApiGroup.make("audit")
       query: AuditListQuery,
       success: Page({ auditEntries: Schema.Array(AuditEntry) }),
       error: RateLimited
-    }).annotateMerge(requires.permission("audit.read"))
+    }).annotateMerge(
+      doc(
+        "List audit entries",
+        "The workspace's append-only audit log, newest first, filtered by category, actor, subject, " +
+          "event type or time. Rate limited per identity and per workspace."
+      )
+    ).annotateMerge(requires.permission("audit.read"))
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)

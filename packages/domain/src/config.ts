@@ -9,8 +9,9 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import type { Permission } from "./access.ts"
 import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, FeatureFlagId, OrgId, ProjectId, SettingId } from "./ids.ts"
+import { describedText, doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
-import { JsonValue, MultilineText, Text } from "./text.ts"
+import { JsonValue, MultilineText } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { OrgRef } from "./workspaces.ts"
 
@@ -28,7 +29,9 @@ export const SettingVisibility = Schema.Literals(["public", "internal", "masked"
 export type SettingVisibility = typeof SettingVisibility.Type
 
 /** Setting and flag keys: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit. */
-export const ConfigKey = Text.check(
+export const ConfigKey = describedText(
+  "A setting or flag key: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+).check(
   Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, {
     message: "must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
   })
@@ -133,7 +136,9 @@ export const FeatureFlagPatch = Schema.Struct({
 export type FeatureFlagPatch = typeof FeatureFlagPatch.Type
 
 /** `key` is required; without it the query fails validation (422 on `key`). */
-export const ResolveQuery = { key: ConfigKey }
+export const ResolveQuery = {
+  key: ConfigKey.annotate({ description: "The key of the setting to resolve" })
+}
 
 const configGroup = <const Name extends string, const Params extends Schema.Struct.Fields>(
   name: Name,
@@ -150,43 +155,54 @@ const configGroup = <const Name extends string, const Params extends Schema.Stru
         query: PageQuery,
         success: Page({ settings: Schema.Array(Setting) }),
         error: NotFound
-      }).annotateMerge(requires.permission(read)),
+      }).annotateMerge(doc("List settings", "The settings defined at this scope.")).annotateMerge(
+        requires.permission(read)
+      ),
       HttpApiEndpoint.post("createSetting", `${prefix}/config/settings`, {
         params,
         payload: SettingInput,
         success: Envelope({ setting: Setting }),
         error: [NotFound, Conflict]
-      }).annotateMerge(requires.permission(write)),
+      }).annotateMerge(doc("Create a setting", "Masked settings are stored and returned masked.")).annotateMerge(
+        requires.permission(write)
+      ),
       HttpApiEndpoint.get("resolveSetting", `${prefix}/config/settings/resolve`, {
         params,
         query: ResolveQuery,
         success: Envelope({ setting: ResolvedSetting }),
         error: NotFound
-      }).annotateMerge(requires.permission(read)),
+      }).annotateMerge(
+        doc(
+          "Resolve a setting",
+          "The value in effect at this scope: the most specific of environment, project and workspace."
+        )
+      ).annotateMerge(requires.permission(read)),
       HttpApiEndpoint.patch("updateSetting", `${prefix}/config/settings/:settingId`, {
         params: { ...params, settingId: SettingId },
         payload: SettingPatch,
         success: Envelope({ setting: Setting }),
         error: NotFound
-      }).annotateMerge(requires.permission(write)),
+      }).annotateMerge(doc("Update a setting")).annotateMerge(requires.permission(write)),
       HttpApiEndpoint.get("listFeatureFlags", `${prefix}/config/feature-flags`, {
         params,
         query: PageQuery,
         success: Page({ featureFlags: Schema.Array(FeatureFlag) }),
         error: NotFound
-      }).annotateMerge(requires.permission(read)),
+      }).annotateMerge(doc("List feature flags", "The flags defined at this scope.")).annotateMerge(
+        requires.permission(read)
+      ),
       HttpApiEndpoint.post("createFeatureFlag", `${prefix}/config/feature-flags`, {
         params,
         payload: FeatureFlagInput,
         success: Envelope({ featureFlag: FeatureFlag }),
         error: [NotFound, Conflict]
-      }).annotateMerge(requires.permission(write)),
+      }).annotateMerge(doc("Create a feature flag")).annotateMerge(requires.permission(write)),
       HttpApiEndpoint.patch("updateFeatureFlag", `${prefix}/config/feature-flags/:flagId`, {
         params: { ...params, flagId: FeatureFlagId },
         payload: FeatureFlagPatch,
         success: Envelope({ featureFlag: FeatureFlag }),
         error: NotFound
-      }).annotateMerge(requires.permission(write))
+      }).annotateMerge(doc("Update a feature flag")).annotateMerge(requires.permission(write))
     )
     .middleware(WorkspaceAuthorization)
     .middleware(WorkspaceAuthentication)

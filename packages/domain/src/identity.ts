@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotFound, PreconditionFailed, RateLimited } from "./errors.ts"
 import { ChallengeId, SessionId, UserId } from "./ids.ts"
+import { describedText, doc } from "./reference.ts"
 import { Authentication, Authorization, PageQuery, requires } from "./security.ts"
 import { isStorableText, LineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
@@ -69,7 +70,9 @@ export type SecurityEvent = typeof SecurityEvent.Type
 
 export const OAuthProvider = Schema.Struct({ id: Schema.String, name: Schema.String })
 
-const ProviderParam = Text.check(Schema.isPattern(/^[a-z0-9_-]{1,32}$/))
+const ProviderParam = describedText("The provider's id, as `GET /v1/auth/oauth/providers` lists it").check(
+  Schema.isPattern(/^[a-z0-9_-]{1,32}$/)
+)
 
 /** A challenge id as a client sends it back: any short text; one that is not a `chl_` id names no challenge. */
 export const OpaqueChallengeId = Text.check(Schema.isMinLength(1), Schema.isMaxLength(255))
@@ -85,7 +88,13 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       payload: Schema.Struct({ email: Email }),
       success: Envelope(LoginChallenge),
       error: RateLimited
-    }).annotateMerge(requires.none),
+    }).annotateMerge(
+      doc(
+        "Start an email sign-in",
+        "Sends a 6-digit code to the address (valid 10 minutes, single use) and returns the challenge id " +
+          "to complete with. Rate limited per identity and per workspace."
+      )
+    ).annotateMerge(requires.none),
     HttpApiEndpoint.post("loginComplete", "/v1/auth/login/complete", {
       // Clients treat challenge ids as opaque: one not of our form is unknown (404), not malformed (422).
       payload: Schema.Struct({
@@ -94,25 +103,39 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       }),
       success: Envelope(LoginResult),
       error: [NotFound, PreconditionFailed, RateLimited]
-    }).annotateMerge(requires.none),
+    }).annotateMerge(
+      doc(
+        "Complete an email sign-in",
+        "Exchanges the challenge id and code for a session token (`data.token`, shown once, valid 30 " +
+          "days). A first sign-in creates the user and a first workspace."
+      )
+    ).annotateMerge(requires.none),
     HttpApiEndpoint.get("oauthProviders", "/v1/auth/oauth/providers", {
       success: Envelope({ providers: Schema.Array(OAuthProvider) })
-    }).annotateMerge(requires.none),
+    }).annotateMerge(
+      doc("List OAuth sign-in providers", "The providers configured on this server; email sign-in is always available.")
+    ).annotateMerge(requires.none),
     HttpApiEndpoint.get("oauthStart", "/v1/auth/oauth/:provider/start", {
       params: { provider: ProviderParam },
       success: HttpApiSchema.Empty(302),
       error: NotFound
-    }).annotateMerge(requires.none),
+    }).annotateMerge(doc("Start an OAuth sign-in", "Redirects the browser to the provider's consent page."))
+      .annotateMerge(requires.none),
     HttpApiEndpoint.get("oauthCallback", "/v1/auth/oauth/:provider/callback", {
       params: { provider: ProviderParam },
       query: {
-        code: Schema.optionalKey(Text),
-        state: Text,
-        error: Schema.optionalKey(Text)
+        code: Schema.optionalKey(describedText("The provider's authorization code")),
+        state: describedText("The signed state the start step sent to the provider"),
+        error: Schema.optionalKey(describedText("The provider's error, when consent failed"))
       },
       success: Envelope(LoginResult),
       error: [NotFound, PreconditionFailed]
-    }).annotateMerge(requires.none)
+    }).annotateMerge(
+      doc(
+        "Finish an OAuth sign-in",
+        "The provider redirects here; a verified provider email signs in (or links to) the matching user."
+      )
+    ).annotateMerge(requires.none)
   )
   .annotateMerge(OpenApi.annotations({ title: "Sign-in", description: "Email-code and OAuth sign-in" }))
 {}
@@ -122,21 +145,37 @@ export class SessionApi extends HttpApiGroup.make("session")
   .add(
     HttpApiEndpoint.get("session", "/v1/auth/session", {
       success: Envelope({ session: Session, user: User })
-    }).annotateMerge(requires.session),
+    }).annotateMerge(
+      doc(
+        "Describe the current session",
+        "The caller as the token resolves it: the user and session, or the API key's service principal."
+      )
+    ).annotateMerge(requires.session),
     HttpApiEndpoint.post("logout", "/v1/auth/logout", {
       success: Envelope({ success: Schema.Literal(true) })
-    }).annotateMerge(requires.session),
+    }).annotateMerge(doc("Sign out", "Revokes the session token at once. Session tokens only.")).annotateMerge(
+      requires.session
+    ),
     HttpApiEndpoint.get("getProfile", "/v1/auth/profile", {
       success: Envelope({ user: User })
-    }).annotateMerge(requires.session),
+    }).annotateMerge(doc("Read your profile", "Session tokens only (403 for an API key).")).annotateMerge(
+      requires.session
+    ),
     HttpApiEndpoint.patch("updateProfile", "/v1/auth/profile", {
       payload: ProfilePatch,
       success: Envelope({ user: User })
-    }).annotateMerge(requires.session),
+    }).annotateMerge(doc("Update your profile", "Session tokens only (403 for an API key).")).annotateMerge(
+      requires.session
+    ),
     HttpApiEndpoint.get("securityEvents", "/v1/auth/security-events", {
       query: PageQuery,
       success: Page({ securityEvents: Schema.Array(SecurityEvent) })
-    }).annotateMerge(requires.session)
+    }).annotateMerge(
+      doc(
+        "List your security events",
+        "Sign-ins, sign-outs and other security events of the signed-in user, newest first."
+      )
+    ).annotateMerge(requires.session)
   )
   .middleware(Authorization)
   .middleware(Authentication)

@@ -18,12 +18,19 @@ export const IdPrefix = {
   featureFlag: "flg_",
   secret: "sec_",
   agentConnection: "apc_",
-  mailMessage: "msg_"
+  mailMessage: "msg_",
+  webhookEndpoint: "whe_",
+  webhookSubscription: "whs_",
+  deliveryAttempt: "whd_"
 } as const
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 
-const prefixed = (prefix: string) => Schema.String.check(Schema.isPattern(new RegExp(`^${prefix}${ULID}$`)))
+// The `u` flag lets the pattern reach the OpenAPI document (Effect exports only unicode-flagged patterns).
+const prefixed = (prefix: string) =>
+  Schema.String.annotate({ description: `\`${prefix}\` and 26 ULID characters` }).check(
+    Schema.isPattern(new RegExp(`^${prefix}${ULID}$`, "u"))
+  )
 
 export const UserId = prefixed(IdPrefix.user).pipe(Schema.brand("UserId"))
 export type UserId = typeof UserId.Type
@@ -54,9 +61,18 @@ export type FeatureFlagId = typeof FeatureFlagId.Type
 export const SecretId = prefixed(IdPrefix.secret).pipe(Schema.brand("SecretId"))
 export type SecretId = typeof SecretId.Type
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+export const WebhookEndpointId = prefixed(IdPrefix.webhookEndpoint).pipe(Schema.brand("WebhookEndpointId"))
+export type WebhookEndpointId = typeof WebhookEndpointId.Type
+export const WebhookSubscriptionId = prefixed(IdPrefix.webhookSubscription).pipe(
+  Schema.brand("WebhookSubscriptionId")
+)
+export type WebhookSubscriptionId = typeof WebhookSubscriptionId.Type
+export const DeliveryAttemptId = prefixed(IdPrefix.deliveryAttempt).pipe(Schema.brand("DeliveryAttemptId"))
+export type DeliveryAttemptId = typeof DeliveryAttemptId.Type
 
-const uuid = () => Schema.String.check(Schema.isPattern(UUID_PATTERN))
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/u
+
+const uuid = () => Schema.String.annotate({ description: "A lowercase UUID" }).check(Schema.isPattern(UUID_PATTERN))
 
 export const EventId = uuid().pipe(Schema.brand("EventId"))
 export type EventId = typeof EventId.Type

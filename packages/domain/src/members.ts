@@ -9,6 +9,7 @@ import { Role, WorkspaceRole } from "./access.ts"
 import { Conflict, Forbidden, NotFound, PreconditionFailed } from "./errors.ts"
 import { Email } from "./identity.ts"
 import { InvitationId, MemberId, OrgId, UserId, WorkspaceRef } from "./ids.ts"
+import { doc } from "./reference.ts"
 import {
   Authentication,
   Authorization,
@@ -103,18 +104,24 @@ export class MembersApi extends HttpApiGroup.make("members")
       params: orgParams,
       query: PageQuery,
       success: Page({ members: Schema.Array(Member) })
-    }).annotateMerge(requires.permission("organization.member.list")),
+    }).annotateMerge(doc("List members", "Users and service principals with a role in this workspace.")).annotateMerge(
+      requires.permission("organization.member.list")
+    ),
     HttpApiEndpoint.patch("updateRole", "/v1/organizations/:orgId/members/:memberId", {
       params: { ...orgParams, memberId: MemberId },
       payload: Schema.Struct({ role: WorkspaceRole }),
       success: Envelope({ member: Member }),
       error: [Forbidden, NotFound, PreconditionFailed]
-    }).annotateMerge(requires.permission("organization.member.update_role")),
+    }).annotateMerge(doc("Change a member's role", "The last owner cannot be demoted.")).annotateMerge(
+      requires.permission("organization.member.update_role")
+    ),
     HttpApiEndpoint.delete("remove", "/v1/organizations/:orgId/members/:memberId", {
       params: { ...orgParams, memberId: MemberId },
       success: Envelope({ deleted: Schema.Literal(true) }),
       error: [Forbidden, NotFound, PreconditionFailed]
-    }).annotateMerge(requires.permission("organization.member.remove"))
+    }).annotateMerge(doc("Remove a member", "The last owner cannot be removed.")).annotateMerge(
+      requires.permission("organization.member.remove")
+    )
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)
@@ -126,10 +133,15 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
   .add(
     HttpApiEndpoint.get("list", "/v1/organizations/:orgId/invitations", {
       params: orgParams,
-      query: { ...PageQuery, status: Schema.optionalKey(InvitationStatus) },
+      query: {
+        ...PageQuery,
+        status: Schema.optionalKey(InvitationStatus.annotate({ description: "Only invitations in this state" }))
+      },
       success: Page({ invitations: Schema.Array(Invitation) })
     })
-      .annotateMerge(requires.permission("organization.invitation.list"))
+      .annotateMerge(doc("List invitations", "Pending and past invitations of this workspace.")).annotateMerge(
+        requires.permission("organization.invitation.list")
+      )
       .middleware(WorkspaceAuthorization)
       .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.post("create", "/v1/organizations/:orgId/invitations", {
@@ -138,7 +150,12 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
       success: Envelope({ invitation: Invitation, delivery: Schema.optionalKey(InvitationDelivery) }),
       error: [Forbidden, Conflict]
     })
-      .annotateMerge(requires.permission("organization.invitation.create"))
+      .annotateMerge(
+        doc(
+          "Invite someone",
+          "Emails an invitation with a role; it is accepted with its token or from the invitee's own list."
+        )
+      ).annotateMerge(requires.permission("organization.invitation.create"))
       .middleware(WorkspaceAuthorization)
       .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.delete("revoke", "/v1/organizations/:orgId/invitations/:invitationId", {
@@ -146,7 +163,9 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
       success: Envelope({ invitation: Invitation }),
       error: [NotFound, PreconditionFailed]
     })
-      .annotateMerge(requires.permission("organization.invitation.revoke"))
+      .annotateMerge(doc("Revoke an invitation", "A revoked invitation can no longer be accepted.")).annotateMerge(
+        requires.permission("organization.invitation.revoke")
+      )
       .middleware(WorkspaceAuthorization)
       .middleware(WorkspaceAuthentication),
     // The invitee is not a member yet: the edge resolves this one workspace route for any signed-in caller
@@ -157,7 +176,12 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
       success: Envelope(AcceptedInvitation),
       error: [Forbidden, NotFound, PreconditionFailed, Conflict]
     })
-      .annotateMerge(requires.authenticated)
+      .annotateMerge(
+        doc(
+          "Accept an invitation by token",
+          "The signed-in invitee becomes a member with the invited role, even before they can see the workspace."
+        )
+      ).annotateMerge(requires.authenticated)
       .annotateMerge(reachesHiddenWorkspace)
       .middleware(WorkspaceAuthorization)
       .middleware(WorkspaceAuthentication),
@@ -165,6 +189,7 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
       query: PageQuery,
       success: Page({ invitations: Schema.Array(MyInvitation) })
     })
+      .annotateMerge(doc("List your invitations", "Pending invitations addressed to the signed-in user's email."))
       .annotateMerge(requires.authenticated)
       .middleware(Authorization)
       .middleware(Authentication),
@@ -173,7 +198,9 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
       success: Envelope(AcceptedInvitation),
       error: [Forbidden, NotFound, PreconditionFailed, Conflict]
     })
-      .annotateMerge(requires.authenticated)
+      .annotateMerge(
+        doc("Accept one of your invitations", "Accepts an invitation addressed to the signed-in user's email.")
+      ).annotateMerge(requires.authenticated)
       .middleware(Authorization)
       .middleware(Authentication)
   )

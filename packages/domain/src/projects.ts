@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound, PreconditionFailed } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
 import { Name, OrgRef, Slug } from "./workspaces.ts"
@@ -55,50 +56,57 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
       params: orgParams,
       query: PageQuery,
       success: Page({ projects: Schema.Array(Project) })
-    }).annotateMerge(requires.permission("project.list")),
+    }).annotateMerge(doc("List projects")).annotateMerge(requires.permission("project.list")),
     HttpApiEndpoint.post("create", "/v1/organizations/:orgId/projects", {
       params: orgParams,
       payload: ProjectInput,
       success: Envelope({ project: Project }),
       error: [Conflict, PreconditionFailed]
-    }).annotateMerge(requires.permission("project.create")),
+    }).annotateMerge(
+      doc("Create a project", "Counts against the plan's `limit.projects` (412 `precondition_failed` past it).")
+    ).annotateMerge(requires.permission("project.create")),
     HttpApiEndpoint.get("get", "/v1/organizations/:orgId/projects/:projectId", {
       params: projectParams,
       success: Envelope({ project: Project }),
       error: NotFound
-    }).annotateMerge(requires.permission("project.read")),
+    }).annotateMerge(doc("Get a project")).annotateMerge(requires.permission("project.read")),
     HttpApiEndpoint.delete("archive", "/v1/organizations/:orgId/projects/:projectId", {
       params: projectParams,
       success: Envelope({ project: Project }),
       error: NotFound
-    }).annotateMerge(requires.permission("project.delete")),
+    }).annotateMerge(
+      doc("Archive a project", "Sets `status: archived`; the project stays readable and can be restored.")
+    ).annotateMerge(requires.permission("project.delete")),
     HttpApiEndpoint.post("restore", "/v1/organizations/:orgId/projects/:projectId/restore", {
       params: projectParams,
       success: Envelope({ project: Project }),
       error: [NotFound, PreconditionFailed]
-    }).annotateMerge(requires.permission("project.create")),
+    }).annotateMerge(doc("Restore a project", "Counts against the plan's `limit.projects` again.")).annotateMerge(
+      requires.permission("project.create")
+    ),
     HttpApiEndpoint.get("listEnvironments", "/v1/organizations/:orgId/projects/:projectId/environments", {
       params: projectParams,
       query: PageQuery,
       success: Page({ environments: Schema.Array(Environment) }),
       error: NotFound
-    }).annotateMerge(requires.permission("environment.read")),
+    }).annotateMerge(doc("List a project's environments")).annotateMerge(requires.permission("environment.read")),
     HttpApiEndpoint.post("createEnvironment", "/v1/organizations/:orgId/projects/:projectId/environments", {
       params: projectParams,
       payload: EnvironmentInput,
       success: Envelope({ environment: Environment }),
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission("environment.create")),
+    }).annotateMerge(doc("Create an environment")).annotateMerge(requires.permission("environment.create")),
     HttpApiEndpoint.get(
       "getEnvironment",
       "/v1/organizations/:orgId/projects/:projectId/environments/:environmentId",
       { params: environmentParams, success: Envelope({ environment: Environment }), error: NotFound }
-    ).annotateMerge(requires.permission("environment.read")),
+    ).annotateMerge(doc("Get an environment")).annotateMerge(requires.permission("environment.read")),
     HttpApiEndpoint.delete(
       "archiveEnvironment",
       "/v1/organizations/:orgId/projects/:projectId/environments/:environmentId",
       { params: environmentParams, success: Envelope({ environment: Environment }), error: NotFound }
-    ).annotateMerge(requires.permission("environment.delete"))
+    ).annotateMerge(doc("Archive an environment", "Unused environments are also archived by the idle sweep."))
+      .annotateMerge(requires.permission("environment.delete"))
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)

@@ -8,6 +8,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId, SecretId } from "./ids.ts"
+import { describedText, doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { LineText, Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
@@ -62,7 +63,12 @@ export const SecretRotation = Schema.Struct({ value: SecretValue })
 export type SecretRotation = typeof SecretRotation.Type
 
 /** `scope` is checked by the service, so its two messages (contract §4) are the spec's, not the schema's. */
-export const SecretListQuery = { ...PageQuery, scope: Schema.optionalKey(Text) }
+export const SecretListQuery = {
+  ...PageQuery,
+  scope: Schema.optionalKey(
+    describedText("`all` on the workspace route lists the secrets of every scope together")
+  )
+}
 
 const workspacePath = "/v1/organizations/:orgId"
 const projectPath = `${workspacePath}/projects/:projectId`
@@ -88,24 +94,33 @@ const secretEndpoints = <const P extends `/${string}`, const Params extends Sche
       query: SecretListQuery,
       success: Many,
       error: NotFound
-    }).annotateMerge(requires.permission(read)),
+    }).annotateMerge(doc("List secrets", "Metadata only: values are never returned.")).annotateMerge(
+      requires.permission(read)
+    ),
     HttpApiEndpoint.post("create", `${prefix}/config/secrets`, {
       params,
       payload: SecretInput,
       success: One,
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission(write)),
+    }).annotateMerge(
+      doc(
+        "Create a secret",
+        "The value is encrypted at rest and never shown again. Send an `Idempotency-Key` to make retries safe."
+      )
+    ).annotateMerge(requires.permission(write)),
     HttpApiEndpoint.post("rotate", `${prefix}/config/secrets/:secretId/rotate`, {
       params: { ...params, secretId: SecretId },
       payload: SecretRotation,
       success: One,
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission(write)),
+    }).annotateMerge(doc("Rotate a secret", "Stores a new value as the next version.")).annotateMerge(
+      requires.permission(write)
+    ),
     HttpApiEndpoint.delete("revoke", `${prefix}/config/secrets/:secretId`, {
       params: { ...params, secretId: SecretId },
       success: One,
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission(write))
+    }).annotateMerge(doc("Revoke a secret")).annotateMerge(requires.permission(write))
   ] as const
 
 const workspaceEndpoints = secretEndpoints(

@@ -8,11 +8,11 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import type { HttpClientRequest } from "effect/http"
-import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Grant, Permission, Role } from "./access.ts"
 import { BadRequest, Forbidden, NotFound, Unauthenticated, ValidationFailed } from "./errors.ts"
 import type { OrgId, ProjectId, ServicePrincipalId, SessionId, UserId } from "./ids.ts"
-import { Text } from "./text.ts"
+import { describedText, PAGE_LIMIT } from "./reference.ts"
 import type { Organization } from "./workspaces.ts"
 
 export type Actor =
@@ -67,6 +67,12 @@ export type Requirement =
   | { readonly _tag: "Authenticated" }
   | { readonly _tag: "Session" }
   | { readonly _tag: "Permission"; readonly permission: Permission }
+  /**
+   * A route on one resource that lives at workspace or project scope (webhook item routes): the service checks
+   * `permission` when the resource is workspace scoped and `projectPermission` on its project when it is project
+   * scoped, once it has found the resource. The middleware lets the request through to that check.
+   */
+  | { readonly _tag: "ResourcePermission"; readonly permission: Permission; readonly projectPermission: Permission }
 
 export class RequiredAccess extends Context.Service<RequiredAccess, Requirement>()("@cp/domain/RequiredAccess") {}
 
@@ -74,7 +80,9 @@ export const requires = {
   none: Context.make(RequiredAccess, { _tag: "None" }),
   authenticated: Context.make(RequiredAccess, { _tag: "Authenticated" }),
   session: Context.make(RequiredAccess, { _tag: "Session" }),
-  permission: (permission: Permission) => Context.make(RequiredAccess, { _tag: "Permission", permission })
+  permission: (permission: Permission) => Context.make(RequiredAccess, { _tag: "Permission", permission }),
+  resourcePermission: (permission: Permission, projectPermission: Permission) =>
+    Context.make(RequiredAccess, { _tag: "ResourcePermission", permission, projectPermission })
 }
 
 /**
@@ -88,12 +96,24 @@ export class ReachesHiddenWorkspace extends Context.Service<ReachesHiddenWorkspa
 
 export const reachesHiddenWorkspace = Context.make(ReachesHiddenWorkspace, true)
 
+/**
+ * `Authorization: Bearer <token>`, the scheme name written in lowercase as OpenAPI tools expect (the docs page then
+ * offers a token field and sends `Bearer`, not Basic credentials).
+ */
+const bearer = HttpApiSecurity.annotateMerge(
+  HttpApiSecurity.http({ scheme: "bearer" }),
+  OpenApi.annotations({
+    description: "A session token (`sps_ses_…`, from `POST /v1/auth/login/complete`) or an API key (`sk_…`).",
+    format: "session token or API key"
+  })
+)
+
 /** Bearer authentication: the token (session or API key) resolved to the current actor, or 401. */
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentActor }>()(
   "@cp/domain/Authentication",
   {
     error: Unauthenticated,
-    security: { bearer: HttpApiSecurity.bearer },
+    security: { bearer },
     requiredForClient: true
   }
 ) {}
@@ -107,7 +127,7 @@ export class WorkspaceAuthentication extends HttpApiMiddleware.Service<
   { provides: CurrentActor | CurrentWorkspace }
 >()("@cp/domain/WorkspaceAuthentication", {
   error: [Unauthenticated, NotFound],
-  security: { bearer: HttpApiSecurity.bearer },
+  security: { bearer },
   requiredForClient: true
 }) {}
 
@@ -141,7 +161,12 @@ export class RequestValidation extends HttpApiMiddleware.Service<RequestValidati
 /** Lists and pages: `limit` 1..100 (default 50) and an opaque `cursor`. */
 export const PageQuery = {
   limit: Schema.optionalKey(
-    Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))
+    Schema.NumberFromString.check(
+      Schema.isInt(),
+      Schema.isBetween({ minimum: PAGE_LIMIT.minimum, maximum: PAGE_LIMIT.maximum })
+    )
   ),
-  cursor: Schema.optionalKey(Text)
+  cursor: Schema.optionalKey(
+    describedText("The `meta.cursor` of the previous page; absent for the first page.")
+  )
 }

@@ -2,8 +2,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { NotFound } from "./errors.ts"
+import { describedText, doc } from "./reference.ts"
 import { requires } from "./security.ts"
-import { Text } from "./text.ts"
 import { Envelope, RequestIdSlot, Timestamp } from "./wire.ts"
 
 /** 503 with the success envelope's shape, as the contract's health rule asks. */
@@ -31,12 +31,24 @@ export class SystemApi extends HttpApiGroup.make("system")
     HttpApiEndpoint.get("health", "/health", {
       success: Envelope({ status: Schema.Literal("ok"), database: Schema.Literal("ok") }),
       error: DatabaseUnavailable
-    }).annotateMerge(requires.none),
+    }).annotateMerge(
+      doc(
+        "Check health",
+        "200 when the server and its database answer, 503 (`service_unavailable`) when the database does " +
+          "not. No credential."
+      )
+    ).annotateMerge(requires.none),
     HttpApiEndpoint.get("outbox", "/v1/dev/outbox", {
-      query: { to: Schema.optionalKey(Text) },
+      query: { to: Schema.optionalKey(describedText("Only mail sent to this address")) },
       success: Envelope({ messages: Schema.Array(OutboxMessage) }),
       error: NotFound
-    }).annotateMerge(requires.none)
+    }).annotateMerge(
+      doc(
+        "Read the development outbox",
+        "Development and test mode only (404 otherwise): the mail the server would have sent, newest " +
+          "first, optionally only to one address. Sign-in codes are read here."
+      )
+    ).annotateMerge(requires.none)
   )
   .annotateMerge(OpenApi.annotations({ title: "System", description: "Health and the development outbox" }))
 {}

@@ -7,6 +7,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Role, ScopeKind } from "./access.ts"
 import { Conflict, Forbidden, NotFound } from "./errors.ts"
 import { ProjectId, TeamId } from "./ids.ts"
+import { describedText, doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Text } from "./text.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
@@ -78,65 +79,73 @@ export class TeamsApi extends HttpApiGroup.make("teams")
       params: orgParams,
       query: PageQuery,
       success: Page({ teams: Schema.Array(Team) })
-    }).annotateMerge(requires.permission("organization.member.list")),
+    }).annotateMerge(doc("List teams")).annotateMerge(requires.permission("organization.member.list")),
     HttpApiEndpoint.post("create", "/v1/organizations/:orgId/teams", {
       params: orgParams,
       payload: TeamInput,
       success: Envelope({ team: Team }),
       error: Conflict
-    }).annotateMerge(requires.permission("team.create")),
+    }).annotateMerge(doc("Create a team")).annotateMerge(requires.permission("team.create")),
     HttpApiEndpoint.get("get", "/v1/organizations/:orgId/teams/:teamId", {
       params: teamParams,
       success: Envelope({ team: Team }),
       error: NotFound
-    }).annotateMerge(requires.permission("organization.member.list")),
+    }).annotateMerge(doc("Get a team")).annotateMerge(requires.permission("organization.member.list")),
     HttpApiEndpoint.patch("update", "/v1/organizations/:orgId/teams/:teamId", {
       params: teamParams,
       payload: TeamPatch,
       success: Envelope({ team: Team }),
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission("team.update")),
+    }).annotateMerge(doc("Update a team")).annotateMerge(requires.permission("team.update")),
     HttpApiEndpoint.delete("delete", "/v1/organizations/:orgId/teams/:teamId", {
       params: teamParams,
       success: Envelope(Deleted),
       error: [NotFound, Forbidden]
-    }).annotateMerge(requires.permission("team.delete")),
+    }).annotateMerge(doc("Delete a team", "Its members lose the access the team's grants gave them.")).annotateMerge(
+      requires.permission("team.delete")
+    ),
     HttpApiEndpoint.get("listMembers", "/v1/organizations/:orgId/teams/:teamId/members", {
       params: teamParams,
       query: PageQuery,
       success: Page({ members: Schema.Array(TeamMember) }),
       error: NotFound
-    }).annotateMerge(requires.permission("organization.member.list")),
+    }).annotateMerge(doc("List a team's members")).annotateMerge(requires.permission("organization.member.list")),
     HttpApiEndpoint.post("addMember", "/v1/organizations/:orgId/teams/:teamId/members", {
       params: teamParams,
       payload: TeamMemberInput,
       success: Envelope({ member: TeamMember }),
       error: [NotFound, Conflict, Forbidden]
-    }).annotateMerge(requires.permission("team.member.add")),
+    }).annotateMerge(doc("Add a team member", "A member of the workspace; the team's grants then apply to them."))
+      .annotateMerge(requires.permission("team.member.add")),
     HttpApiEndpoint.delete("removeMember", "/v1/organizations/:orgId/teams/:teamId/members/:subjectId", {
-      params: { ...teamParams, subjectId: Text },
+      params: {
+        ...teamParams,
+        subjectId: describedText("The member to remove: a `usr_` or `sp_` id")
+      },
       success: Envelope(Deleted),
       error: [NotFound, Forbidden]
-    }).annotateMerge(requires.permission("team.member.remove")),
+    }).annotateMerge(doc("Remove a team member")).annotateMerge(requires.permission("team.member.remove")),
     HttpApiEndpoint.get("listGrants", "/v1/organizations/:orgId/team-roles", {
       params: orgParams,
       query: { ...PageQuery, teamId: Schema.optionalKey(TeamId) },
       success: Page({ grants: Schema.Array(TeamRoleGrant) }),
       error: NotFound
-    }).annotateMerge(requires.permission("organization.member.list")),
+    }).annotateMerge(doc("List team role grants", "The roles teams hold in this workspace and its projects."))
+      .annotateMerge(requires.permission("organization.member.list")),
     HttpApiEndpoint.post("grant", "/v1/organizations/:orgId/team-roles", {
       params: orgParams,
       payload: TeamRoleTuple,
       success: Envelope({ grant: TeamRoleGrant }),
       error: [NotFound, Conflict, Forbidden]
-    }).annotateMerge(requires.permission("team.role.grant")),
+    }).annotateMerge(doc("Grant a role to a team", "Every member of the team holds the role (provenance `team`)."))
+      .annotateMerge(requires.permission("team.role.grant")),
     // The grant is named by its tuple in the body: there is no grant id in the path (spec).
     HttpApiEndpoint.delete("revoke", "/v1/organizations/:orgId/team-roles", {
       params: orgParams,
       payload: TeamRoleTuple,
       success: Envelope(Deleted),
       error: [NotFound, Forbidden]
-    }).annotateMerge(requires.permission("team.role.revoke"))
+    }).annotateMerge(doc("Revoke a team's role")).annotateMerge(requires.permission("team.role.revoke"))
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)

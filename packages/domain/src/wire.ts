@@ -61,8 +61,19 @@ export const Page = <const F extends Schema.Struct.Fields>(fields: F) => {
 
 /** ISO 8601 UTC with milliseconds on the wire, `Date` in code. */
 export const Timestamp = Schema.Date.pipe(
-  Schema.encodeTo(Schema.String, {
+  Schema.encodeTo(Schema.String.annotate({ format: "date-time" }), {
     decode: SchemaGetter.Date(),
     encode: SchemaGetter.transform((date: Date) => date.toISOString())
   })
 )
+
+/** The largest request body a JSON route accepts unless it declares its own cap (contract: 1 MiB, 413 above it). */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+/**
+ * An endpoint annotation for a route that takes a larger (or smaller) raw body than the JSON default, e.g. a
+ * provider webhook: `.annotateMerge(maxBodyBytes(5 * 1024 * 1024))`. The edge enforces it before the body is read.
+ */
+export class MaxBodyBytes extends Context.Service<MaxBodyBytes, number>()("@cp/domain/MaxBodyBytes") {}
+
+export const maxBodyBytes = (bytes: number) => Context.make(MaxBodyBytes, bytes)

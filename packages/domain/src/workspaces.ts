@@ -4,6 +4,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { PermissionDecision, Role } from "./access.ts"
 import { Conflict, NotFound } from "./errors.ts"
 import { OrgId, ProjectId, WorkspaceRef } from "./ids.ts"
+import { describedText, doc } from "./reference.ts"
 import {
   Authentication,
   Authorization,
@@ -43,7 +44,7 @@ export const Membership = Schema.Struct({ role: Role, joinedAt: Timestamp })
 export const ChildWorkspace = Schema.Struct({ orgId: OrgId, workspaceRef: WorkspaceRef, name: Schema.String })
 
 /** Any of the three spellings of a workspace reference: `org_…`, `ws_…` or a slug. */
-export const OrgRef = Text
+export const OrgRef = describedText("The workspace: its `org_` id, its `ws_` public id or its slug")
 
 const orgParams = { orgId: OrgRef }
 
@@ -55,20 +56,31 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       success: Envelope({ organization: Organization, membership: Membership }),
       error: Conflict
     })
-      .annotateMerge(requires.authenticated)
+      .annotateMerge(
+        doc(
+          "Create a workspace",
+          "The caller becomes its owner; `parentId` makes it a child workspace of an account the caller administers."
+        )
+      ).annotateMerge(requires.authenticated)
       .middleware(Authorization)
       .middleware(Authentication),
     HttpApiEndpoint.get("list", "/v1/organizations", {
       query: PageQuery,
       success: Page({ organizations: Schema.Array(Organization) })
     })
-      .annotateMerge(requires.authenticated)
+      .annotateMerge(
+        doc(
+          "List your workspaces",
+          "Every workspace the caller can see, directly or through a team or a parent account."
+        )
+      ).annotateMerge(requires.authenticated)
       .middleware(Authorization)
       .middleware(Authentication),
     HttpApiEndpoint.get("get", "/v1/organizations/:orgId", {
       params: orgParams,
       success: Envelope({ organization: Organization })
     })
+      .annotateMerge(doc("Get a workspace", "`{orgId}` accepts the `org_` id, the `ws_` public id or the slug."))
       .annotateMerge(requires.permission("organization.read"))
       .middleware(WorkspaceAuthorization)
       .middleware(WorkspaceAuthentication),
@@ -77,16 +89,29 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       query: PageQuery,
       success: Page({ workspaces: Schema.Array(ChildWorkspace) })
     })
-      .annotateMerge(requires.permission("organization.member.list"))
+      .annotateMerge(doc("List child workspaces", "The workspaces whose parent account is this one.")).annotateMerge(
+        requires.permission("organization.member.list")
+      )
       .middleware(WorkspaceAuthorization)
       .middleware(WorkspaceAuthentication),
     HttpApiEndpoint.get("effectiveAccess", "/v1/organizations/:orgId/effective-access", {
       params: orgParams,
-      query: { projectId: Schema.optionalKey(ProjectId), subjectId: Schema.optionalKey(Text) },
+      query: {
+        projectId: Schema.optionalKey(ProjectId),
+        subjectId: Schema.optionalKey(
+          describedText("Whose access (a `usr_` or `sp_` id); the caller's when absent")
+        )
+      },
       success: Envelope({ permissions: Schema.Array(PermissionDecision) }),
       error: NotFound
     })
-      .annotateMerge(requires.authenticated)
+      .annotateMerge(
+        doc(
+          "Explain effective access",
+          "The caller's (or a given subject's) permissions in this workspace, each with where it comes " +
+            "from: direct, team or account cascade."
+        )
+      ).annotateMerge(requires.authenticated)
       .middleware(WorkspaceAuthorization)
       .middleware(WorkspaceAuthentication)
   )

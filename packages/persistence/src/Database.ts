@@ -5,9 +5,13 @@
 import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
-import { Config, Effect, Layer, Option, Redacted, String as Str } from "effect"
+import { Config, Duration, Effect, Layer, Option, Redacted, String as Str } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
+import { createHash } from "node:crypto"
+import { cpSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 
 /** What every database layer provides. */
 export type Database = PgClient.PgClient | SqlClient.SqlClient
@@ -16,6 +20,9 @@ export type Database = PgClient.PgClient | SqlClient.SqlClient
 const IN_MEMORY_DATA_DIR = "memory://"
 
 const EMBEDDED_HOST = "127.0.0.1"
+
+/** How long closing the embedded database waits for its loopback connections to end. */
+const SOCKET_STOP_GRACE = Duration.seconds(2)
 
 /**
  * A name transform that computes each name once: the set of column and field names is fixed by the schema, and
@@ -43,9 +50,32 @@ const naming = {
   transformJson: false
 } as const
 
+/**
+ * How long the database may take before a request gives up on it (issue 10): a connection must be open within
+ * 3 s, and the server cancels a statement after 5 s (`statement_timeout`, sent at connect; migrations lift it for
+ * their transaction). A database that stops answering altogether is bounded by the request deadline in the server.
+ * A session left idle inside a transaction (a client that vanished mid-transaction) is ended after 30 s.
+ */
+export const DATABASE_TIMEOUTS = {
+  connectMs: 3_000,
+  statementMs: 5_000,
+  idleInTransactionMs: 30_000
+} as const
+
 /** A pooled client on a real PostgreSQL server (`postgres://user@host:port/db`). */
 export const layerPostgres = (url: Redacted.Redacted | string): Layer.Layer<Database, SqlError> =>
-  PgClient.layer({ url: Redacted.isRedacted(url) ? url : Redacted.make(url), multiplex: true, ...naming })
+  PgClient.layer({
+    url: Redacted.isRedacted(url) ? url : Redacted.make(url),
+    multiplex: true,
+    connectTimeout: Duration.millis(DATABASE_TIMEOUTS.connectMs),
+    // Probes a peer that went silent, so a dead connection is noticed and replaced.
+    keepAlive: Duration.seconds(10),
+    startupParameters: {
+      statement_timeout: String(DATABASE_TIMEOUTS.statementMs),
+      idle_in_transaction_session_timeout: String(DATABASE_TIMEOUTS.idleInTransactionMs)
+    },
+    ...naming
+  })
 
 const embeddedStartFailed = (cause: unknown) =>
   new SqlError({ reason: new ConnectionError({ cause, message: "Could not start the embedded PGlite database" }) })
@@ -57,8 +87,49 @@ export interface EmbeddedOptions {
   readonly loadDataDir?: Blob
 }
 
+/**
+ * A freshly initialised data directory that a new `DATA_DIR` is copied from, kept beside the installed packages
+ * (`node_modules/.cache/control-plane`, so a fresh install makes a fresh one) and named for the PGlite build that
+ * made it. initdb is most of a first start; a plain directory copy costs a small part of it.
+ */
+const templateDir = (): string => {
+  const pglite = fileURLToPath(import.meta.resolve("@electric-sql/pglite"))
+  const { mtimeMs, size } = statSync(pglite)
+  const build = createHash("sha256").update(`${pglite}:${mtimeMs}:${size}`).digest("hex").slice(0, 16)
+  const modules = pglite.slice(0, pglite.lastIndexOf("node_modules") + "node_modules".length)
+  return join(modules, ".cache", "control-plane", `pglite-datadir-${build}`)
+}
+
+const isFreshDataDir = (dataDir: string): boolean =>
+  dataDir !== IN_MEMORY_DATA_DIR && !existsSync(join(dataDir, "PG_VERSION"))
+
+/**
+ * Fills a fresh data directory from the template, making the template first when there is none (initdb in a
+ * private directory, closed cleanly, then renamed into place: a concurrent start never sees half of one).
+ */
+const fromTemplate = (dataDir: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      const template = templateDir()
+      if (!existsSync(join(template, "PG_VERSION"))) {
+        const partial = `${template}.${process.pid}.partial`
+        rmSync(partial, { recursive: true, force: true })
+        mkdirSync(dirname(partial), { recursive: true })
+        await (await PGlite.create({ dataDir: partial })).close()
+        try {
+          renameSync(partial, template)
+        } catch {
+          rmSync(partial, { recursive: true, force: true }) // another start made it first
+        }
+      }
+      cpSync(template, dataDir, { recursive: true })
+    },
+    catch: embeddedStartFailed
+  })
+
 /** Starts PGlite and its loopback socket server for the current scope and returns the port it listens on. */
 const serveEmbedded = Effect.fnUntraced(function*(options: EmbeddedOptions) {
+  if (options.loadDataDir === undefined && isFreshDataDir(options.dataDir)) yield* fromTemplate(options.dataDir)
   const db = yield* Effect.acquireRelease(
     Effect.tryPromise({ try: () => PGlite.create(options), catch: embeddedStartFailed }),
     (db) => Effect.promise(() => db.close())
@@ -67,7 +138,9 @@ const serveEmbedded = Effect.fnUntraced(function*(options: EmbeddedOptions) {
   const server = new PGLiteSocketServer({ db, host: EMBEDDED_HOST, port: 0, maxConnections: 1 })
   yield* Effect.acquireRelease(
     Effect.tryPromise({ try: () => server.start(), catch: embeddedStartFailed }),
-    () => Effect.promise(() => server.stop())
+    // `stop` waits for every connection to end, and one opened by a start-up that a SIGTERM interrupted may never
+    // end: the database is closed after a short wait regardless, so shutdown completes at any moment of a boot.
+    () => Effect.asVoid(Effect.timeoutOption(Effect.promise(() => server.stop()), SOCKET_STOP_GRACE))
   )
   // Port 0 lets the OS choose a free port; the server reports it as "host:port" once listening.
   const port = Number(server.getServerConn().slice(EMBEDDED_HOST.length + 1))

@@ -13,6 +13,7 @@ import projects from "./migrations/0007_projects.ts"
 import entitlements from "./migrations/0008_entitlements.ts"
 import config from "./migrations/0009_config.ts"
 import secrets from "./migrations/0010_secrets.ts"
+import webhooks from "./migrations/0011_webhooks.ts"
 import agents from "./migrations/0013_agents.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
@@ -27,6 +28,7 @@ export const migrations = {
   "0008_entitlements": entitlements,
   "0009_config": config,
   "0010_secrets": secrets,
+  "0011_webhooks": webhooks,
   "0013_agents": agents
 }
 
@@ -40,6 +42,8 @@ const MIGRATION_LOCK_KEY = 4_214_330_001
 export const run = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   return yield* sql.withTransaction(Effect.gen(function*() {
+    // Waiting for another replica's migrations, and a migration itself, may outlast a request's statement timeout.
+    yield* sql`set local statement_timeout = 0`
     yield* sql`select pg_advisory_xact_lock(${sql.literal(String(MIGRATION_LOCK_KEY))})`
     return yield* PgMigrator.run({ loader: PgMigrator.fromRecord(migrations) })
   }))

@@ -45,5 +45,9 @@ export * from "./config/rows.ts"
 export * from "./secrets/rows.ts"
 export * from "./secrets/SecretsRepo.ts"
 
+export * from "./webhooks/DeliveriesRepo.ts"
+export * from "./webhooks/EndpointsRepo.ts"
+export * from "./webhooks/rows.ts"
+
 export * from "./agents/AgentConnectionsRepo.ts"
 export * from "./agents/rows.ts"

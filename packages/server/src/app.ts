@@ -4,9 +4,9 @@
  * `repositories.ts` (SQL on PostgreSQL/PGlite, or memory for fast tests), which the caller provides with the
  * configuration. Declared here from the bottom up.
  */
-import { ControlPlaneApi } from "@cp/domain"
-import { Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { ControlPlaneApi, DEFAULT_MAX_BODY_BYTES } from "@cp/domain"
+import { ByteSize, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { AdminHttp, AgentProvidersHttp } from "./agents/http.ts"
 import { AgentProviderClient } from "./agents/providers.ts"
@@ -41,6 +41,9 @@ import { SecretsService } from "./secrets/service.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
+import { DestinationGuard, WebhookSender, WebhookWorker } from "./webhooks/delivery.ts"
+import { WebhooksHttp } from "./webhooks/http.ts"
+import { WebhooksService } from "./webhooks/service.ts"
 import { WorkspacesHttp } from "./workspaces/http.ts"
 import { WorkspaceResolverLive } from "./workspaces/resolver.ts"
 import { WorkspacesService } from "./workspaces/service.ts"
@@ -54,6 +57,12 @@ const Platform = Layer.mergeAll(
   Entitlements.layer,
   SecurityLog.layer
 ).pipe(Layer.provideMerge(ServerKeys.layer))
+
+/** Webhook delivery: the destination guard, the HTTPS sender and the worker that claims due attempts. */
+const WebhookDelivery = WebhookWorker.layer.pipe(
+  Layer.provideMerge(WebhookSender.layer),
+  Layer.provideMerge(DestinationGuard.layer)
+)
 
 /** Who is calling and which workspace the path names: the edge's lookups, which sign-in uses too. */
 const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
@@ -74,8 +83,10 @@ const Services = OAuthService.layer.pipe(
     EnvironmentSweep.layer,
     ConfigService.layer,
     SecretsService.layer,
+    WebhooksService.layer,
     AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer))
   )),
+  Layer.provideMerge(WebhookDelivery),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers))
 )
 
@@ -98,19 +109,46 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     ConfigurationHttp,
     ProjectConfigurationHttp,
     EnvironmentConfigurationHttp,
+    WebhooksHttp,
     AgentProvidersHttp,
     AdminHttp
   ]),
   Layer.provide(ApiMiddlewareLive)
 )
 
-const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs" })
+/** The page's icon, inline so the page asks nothing of any other origin. */
+const FAVICON = "data:image/svg+xml," + encodeURIComponent(
+  `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1f2937"/>` +
+    `<path d="M9 11h14M9 16h14M9 21h9" stroke="#60a5fa" stroke-width="3" stroke-linecap="round"/></svg>`
+)
 
 /**
- * The HTTP side: the edge in front of the typed API, the docs and the development simulators; plus the idle sweep,
- * which serves no route.
+ * The docs page, self-contained: Scalar's script is inlined by `HttpApiScalar.layer`, its web fonts are off (the
+ * system fonts serve), the icon is inline, and the vendor toolbar ("Developer Tools", "Share", "Generate SDKs") is
+ * hidden. The token field is the bearer scheme's, selected by default.
  */
-const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, AgentSimulatorRoutes, EnvironmentSweep.background)
+const scalar: HttpApiScalar.ScalarConfig & { readonly showDeveloperTools: "never" } = {
+  withDefaultFonts: false,
+  favicon: FAVICON,
+  showDeveloperTools: "never",
+  authentication: { preferredSecurityScheme: "bearer" },
+  defaultOpenAllTags: false
+}
+
+const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs", scalar })
+
+/**
+ * The HTTP side: the edge in front of the typed API, the docs and the development simulators; plus the idle sweep and
+ * the webhook delivery worker, which serve no route.
+ */
+const Http = Layer.mergeAll(
+  ApiRoutes,
+  Docs,
+  EdgeLive,
+  AgentSimulatorRoutes,
+  EnvironmentSweep.background,
+  WebhookWorker.background
+)
 
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */
 export const HttpAppLive = Http.pipe(Layer.provide(Services))
@@ -118,10 +156,11 @@ export const HttpAppLive = Http.pipe(Layer.provide(Services))
 /**
  * Serves the app on whatever `HttpServer` is provided (a Node listener, or a test server). The router matches a
  * path parameter of any length: a long one then reaches authentication and its route's schema (401, then 404)
- * instead of failing to match (which would read as 405, another method's path).
+ * instead of failing to match (which would read as 405, another method's path). Every request body is counted as
+ * it is read and refused past the JSON cap (1 MiB), unless its route declares its own (see the edge).
  */
 export const serveApp = HttpRouter.serve(HttpAppLive, {
   disableLogger: true,
   disableListenLog: true,
   routerConfig: { maxParamLength: Number.MAX_SAFE_INTEGER }
-})
+}).pipe(Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(DEFAULT_MAX_BODY_BYTES))))

@@ -23,7 +23,9 @@ import {
   SessionsRepo,
   TeamsRepo,
   Transactor,
-  UsersRepo
+  UsersRepo,
+  WebhookDeliveriesRepo,
+  WebhookEndpointsRepo
 } from "@cp/persistence"
 import { Layer } from "effect"
 
@@ -51,6 +53,8 @@ export const RepositoriesSql = Layer.mergeAll(
   EntitlementsRepo.sql,
   ConfigRepo.sql,
   SecretsRepo.sql,
+  WebhookEndpointsRepo.sql,
+  WebhookDeliveriesRepo.sql,
   AgentConnectionsRepo.sql
 )
 
@@ -78,5 +82,7 @@ export const RepositoriesMemory = Layer.mergeAll(
   EntitlementsRepo.memory,
   ConfigRepo.memory,
   SecretsRepo.memory,
+  WebhookEndpointsRepo.memory,
+  WebhookDeliveriesRepo.memory,
   AgentConnectionsRepo.memory
 )

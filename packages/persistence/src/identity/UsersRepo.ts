@@ -76,7 +76,8 @@ export class UsersRepo extends Context.Service<UsersRepo, {
           SqlSchema.findOneOption({
             Request: Schema.String,
             Result: UserRow,
-            execute: (email) => sql`select * from users where email = ${email}`
+            // Every sign-in reads it: constant statement text, as the driver keys prepared statements by the text.
+            execute: (email) => sql.unsafe(userByEmailSql, [email])
           }),
           Effect.orDie
         ),
@@ -93,3 +94,5 @@ export class UsersRepo extends Context.Service<UsersRepo, {
     })
   )
 }
+
+const userByEmailSql = "select * from users where email = $1"

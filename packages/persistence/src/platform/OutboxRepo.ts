@@ -60,10 +60,17 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
         insert: flow(
           SqlSchema.void({
             Request: OutboxMessage,
+            // Every sign-in start keeps its mail: constant statement text (the driver keys prepared statements by it).
             execute: (m) =>
-              sql`
-            insert into mail_outbox (id, to_address, template, subject, text, data, created_at)
-            values (${m.id}, ${m.to}, ${m.template}, ${m.subject}, ${m.text}, ${sql.json(m.data)}, ${m.createdAt})`
+              sql.unsafe(insertMessageSql, [
+                m.id,
+                m.to,
+                m.template,
+                m.subject,
+                m.text,
+                JSON.stringify(m.data),
+                m.createdAt
+              ])
           }),
           uniqueViolationOrDie
         ),
@@ -90,3 +97,6 @@ const ListRequest = Schema.Struct({ to: Schema.optionalKey(Schema.String) })
 /** Newest first, ties broken by id descending: the SQL `order by created_at desc, id desc`. */
 const newestFirst = (a: OutboxMessage, b: OutboxMessage) =>
   b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
+
+const insertMessageSql = "insert into mail_outbox (id, to_address, template, subject, text, data, created_at) " +
+  "values ($1, $2, $3, $4, $5, $6::jsonb, $7)"

@@ -49,26 +49,12 @@ export class RateLimitRepo extends Context.Service<RateLimitRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      // Opens a new window, or counts within the open one while below the limit; a full bucket is only read back.
+      // Every sign-in start charges a bucket: constant statement text with positional parameters and no per-row name
+      // transform (see `chargeSql`), like the other hot statements.
       const charge = SqlSchema.findAll({
         Request: ChargeRequest,
         Result: ChargeRow,
-        execute: (r) =>
-          sql`
-            with charged as (
-              insert into rate_limit_buckets as b (key, window_start, count)
-              values (${r.key}, ${r.now}, 1)
-              on conflict (key) do update
-                set window_start = case when b.window_start <= ${r.openedBefore} then excluded.window_start
-                                        else b.window_start end,
-                    count = case when b.window_start <= ${r.openedBefore} then 1 else b.count + 1 end
-                where b.window_start <= ${r.openedBefore} or b.count < ${r.limit}::int4
-              returning b.window_start
-            )
-            select true as allowed, window_start from charged
-            union all
-            select false, b.window_start from rate_limit_buckets b
-            where b.key = ${r.key} and not exists (select 1 from charged)`
+        execute: (r) => sql.unsafe(chargeSql, [r.key, r.now, r.openedBefore, r.limit]).withoutTransform
       })
 
       const hit = (request: RateLimitBucket & { readonly now: Date }) =>
@@ -80,15 +66,18 @@ export class RateLimitRepo extends Context.Service<RateLimitRepo, {
           (row) => row.allowed ? allowed : rejection(row.windowStart, request, request.now)
         )
 
-      // Charges in key order (so concurrent callers lock rows alike); a rejection rolls every charge back.
+      // Charges in key order (so concurrent callers lock rows alike); a rejection rolls every charge back. One bucket
+      // is one statement, atomic by itself: it needs no transaction (and so no second round trip each side of it).
       const hitAll = ({ buckets, now }: { readonly buckets: ReadonlyArray<RateLimitBucket>; readonly now: Date }) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const sorted = [...buckets].sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
-          const decisions = yield* Effect.forEach(sorted, (bucket) => hit({ ...bucket, now }))
-          const rejected = decisions.flatMap((decision) => decision.allowed ? [] : [decision])
-          if (Arr.isArrayNonEmpty(rejected)) return yield* new Rejected({ decision: strictest(rejected) })
-          return allowed
-        })).pipe(Effect.catchTag("Rejected", ({ decision }) => Effect.succeed(decision)))
+        buckets.length === 1 && buckets[0] !== undefined ?
+          hit({ ...buckets[0], now }) :
+          sql.withTransaction(Effect.gen(function*() {
+            const sorted = [...buckets].sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
+            const decisions = yield* Effect.forEach(sorted, (bucket) => hit({ ...bucket, now }))
+            const rejected = decisions.flatMap((decision) => decision.allowed ? [] : [decision])
+            if (Arr.isArrayNonEmpty(rejected)) return yield* new Rejected({ decision: strictest(rejected) })
+            return allowed
+          })).pipe(Effect.catchTag("Rejected", ({ decision }) => Effect.succeed(decision)))
 
       return RateLimitRepo.of({
         hit: (request) => hit(request).pipe(Effect.orDie, Effect.withSpan("RateLimitRepo.hit")),
@@ -106,6 +95,24 @@ const ChargeRequest = Schema.Struct({
 })
 
 const ChargeRow = Schema.Struct({ allowed: Schema.Boolean, windowStart: Schema.Date })
+
+/**
+ * Charges one bucket ($1 key, $2 now, $3 the instant at or before which a window has closed, $4 limit): opens a new
+ * window, or counts within the open one while below the limit; a full bucket is only read back (`allowed` false).
+ * Built once as one line, since the driver keys its prepared statements by the text of each call.
+ */
+const chargeSql = [
+  "with charged as (",
+  "insert into rate_limit_buckets as b (key, window_start, count) values ($1, $2, 1)",
+  "on conflict (key) do update",
+  "set window_start = case when b.window_start <= $3 then excluded.window_start else b.window_start end,",
+  "count = case when b.window_start <= $3 then 1 else b.count + 1 end",
+  "where b.window_start <= $3 or b.count < $4::int4",
+  "returning b.window_start)",
+  "select true as \"allowed\", window_start as \"windowStart\" from charged",
+  "union all",
+  "select false, b.window_start from rate_limit_buckets b where b.key = $1 and not exists (select 1 from charged)"
+].join(" ")
 
 /** Carries the strictest rejection out of the transaction so the charges of the other buckets roll back. */
 class Rejected extends Data.TaggedError("Rejected")<{ readonly decision: Rejection }> {}

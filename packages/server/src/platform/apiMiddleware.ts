@@ -77,6 +77,7 @@ const authorize = <R>(
   switch (requirement?._tag) {
     case "None":
     case "Authenticated":
+    case "ResourcePermission":
       return httpEffect
     case "Session":
       return Effect.flatMap(
@@ -95,11 +96,13 @@ const authorize = <R>(
 
 /** Outside a workspace there are no grants to hold a permission: such a declaration fails closed. */
 export const AuthorizationLive = Layer.succeed(Authorization)((httpEffect, { endpoint }) =>
-  authorize(
-    endpoint,
-    httpEffect,
-    () => Effect.fail(wireError(Forbidden, "This route checks a permission outside a workspace"))
-  )
+  requirementOf(endpoint)?._tag === "ResourcePermission"
+    ? Effect.fail(wireError(Forbidden, "This route checks a permission outside a workspace"))
+    : authorize(
+      endpoint,
+      httpEffect,
+      () => Effect.fail(wireError(Forbidden, "This route checks a permission outside a workspace"))
+    )
 )
 
 /** The caller's grants on the path's workspace allow `permission` (on the path's project, if it names one). */

@@ -58,6 +58,12 @@ export interface AppConfigShape {
   readonly otlpEndpoint: Option.Option<string>
   /** Days an environment may stay unused before the idle sweep archives it (`ENVIRONMENT_RETENTION_DAYS`). */
   readonly environmentRetentionDays: number
+  /** Webhook URLs may resolve to loopback, private, link-local, CGNAT or multicast addresses (`=1`; off by default). */
+  readonly webhookAllowPrivateNetworks: boolean
+  /** PEM file of extra CAs outbound webhook HTTPS trusts (`NODE_EXTRA_CA_CERTS`, read as Node reads it). */
+  readonly webhookExtraCaCerts: Option.Option<string>
+  /** Run the webhook delivery worker in this process (`WEBHOOK_WORKER=0` turns it off; default on). */
+  readonly webhookWorker: boolean
 }
 
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
@@ -174,7 +180,10 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       tokenSigningKey,
       oauthProviders: oauthProviders(env),
       otlpEndpoint: nonEmpty(env, "OTEL_EXPORTER_OTLP_ENDPOINT"),
-      environmentRetentionDays
+      environmentRetentionDays,
+      webhookAllowPrivateNetworks: env.WEBHOOK_ALLOW_PRIVATE_NETWORKS === "1",
+      webhookExtraCaCerts: nonEmpty(env, "NODE_EXTRA_CA_CERTS"),
+      webhookWorker: env.WEBHOOK_WORKER !== "0"
     }
   })
 

@@ -7,24 +7,32 @@
 import {
   type Actor,
   actorId,
+  BadRequest,
   ControlPlaneApi,
   CurrentRequestId,
+  DEFAULT_MAX_BODY_BYTES,
   InternalError,
+  MaxBodyBytes,
   MethodNotAllowed,
   NotFound,
+  PayloadTooLarge,
   ReachesHiddenWorkspace,
+  ServiceUnavailable,
   UnsupportedMediaType,
   wireError
 } from "@cp/domain"
 import { IdempotencyRepo, Transactor } from "@cp/persistence"
-import { Cause, Clock, Context, Effect, Option, type Types } from "effect"
-import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Cause, Clock, Context, Effect, identity, Option, type Types } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { isSqlError } from "effect/sql/SqlError"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
 import { requirementOf, unauthenticated } from "./apiMiddleware.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
+import { logAccess } from "./logging.ts"
+import { RETRY_AFTER_SECONDS } from "./nodeServer.ts"
 import { renderError } from "./render.ts"
 import { type ActorResolution, CurrentRequestScope, type RequestScope, workspaceNotFound } from "./requestScope.ts"
 import { makeRouteTable } from "./routeTable.ts"
@@ -44,6 +52,33 @@ const bearerToken = (authorization: string | undefined): string | undefined =>
 const isRouteNotFound = (error: unknown): boolean =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
 
+/** A body read that failed: stopped at the `MaxBodySize` in effect, or the client broke off mid-body. */
+const bodyReadFailure = (error: unknown): "BodyTooLarge" | "Parse" | undefined =>
+  HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError"
+    ? error.reason.reason
+    : undefined
+
+/** The database could not be reached, or did not answer in time: the caller may retry, the server recovers. */
+const isDatabaseUnavailable = (error: unknown): boolean =>
+  isSqlError(error) && (error.reason._tag === "ConnectionError" || error.reason._tag === "StatementTimeoutError" ||
+    error.reason._tag === "LockTimeoutError")
+
+const unavailable = (message: string) =>
+  Effect.map(
+    renderError(wireError(ServiceUnavailable, message, { retryAfterSeconds: RETRY_AFTER_SECONDS })),
+    HttpServerResponse.setHeader("retry-after", String(RETRY_AFTER_SECONDS))
+  )
+
+const tooLarge = (cap: number) =>
+  renderError(wireError(PayloadTooLarge, `Request body exceeds the limit of ${cap} bytes`, { limitBytes: cap }))
+
+/** What the access line needs that only the edge learns on the way: the caller, the workspace, a 500's cause. */
+interface Seen {
+  actorKind: string
+  workspace: string | null
+  cause: Cause.Cause<unknown> | undefined
+}
+
 export const EdgeLive = HttpRouter.middleware(
   Effect.gen(function*() {
     const actors = yield* ActorResolver
@@ -57,6 +92,16 @@ export const EdgeLive = HttpRouter.middleware(
       [],
       (endpoint) => Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true
     )
+    const ownBodyCaps = makeRouteTable(
+      ControlPlaneApi,
+      [],
+      (endpoint) => Context.getOrUndefined(endpoint.annotations, MaxBodyBytes) !== undefined
+    )
+    /** The route's own body cap, when it declares one (`maxBodyBytes`); the JSON default applies otherwise. */
+    const ownBodyCap = (method: string, path: string): number | undefined => {
+      const endpoint = ownBodyCaps.endpointAt(method, path)
+      return endpoint === undefined ? undefined : Context.getOrUndefined(endpoint.annotations, MaxBodyBytes)
+    }
 
     const resolution = (actor: Option.Option<Actor>): ActorResolution =>
       Option.match(actor, {
@@ -124,18 +169,33 @@ export const EdgeLive = HttpRouter.middleware(
     }
 
     /**
-     * Every failure becomes an envelope: a missing route 404/405, anything else a logged 500. A client that
-     * went away interrupts the request; that is not an error and is not logged.
+     * Every failure becomes an envelope: a missing route 404/405, anything else a 500 whose cause the access line
+     * logs. A client that went away interrupts the request; that is not an error and is not logged.
      */
     const renderFailures =
-      (path: string) =>
+      (path: string, bodyCap: number, seen: Seen) =>
       (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> => {
         if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
         const failure = Cause.findErrorOption(cause)
         if (Option.isSome(failure) && isRouteNotFound(failure.value)) return noRoute(path)
-        return Effect.logError("Unhandled failure", cause).pipe(
-          Effect.andThen(renderError(wireError(InternalError, "An unexpected error occurred")))
+        // The typed API reads JSON bodies with `orDie`: an overflow arrives as a defect.
+        const bodyRead = cause.reasons.map((reason) =>
+          Cause.isFailReason(reason)
+            ? bodyReadFailure(reason.error)
+            : Cause.isDieReason(reason)
+            ? bodyReadFailure(reason.defect)
+            : undefined
         )
+        if (bodyRead.includes("BodyTooLarge")) return tooLarge(bodyCap)
+        if (bodyRead.includes("Parse")) return renderError(wireError(BadRequest, "The request body could not be read"))
+        seen.cause = cause // logged once, with the request's access line
+        const database = cause.reasons.some((reason) =>
+          (Cause.isFailReason(reason) && isDatabaseUnavailable(reason.error)) ||
+          (Cause.isDieReason(reason) && isDatabaseUnavailable(reason.defect))
+        )
+        return database
+          ? unavailable("The database is unavailable; retry later")
+          : renderError(wireError(InternalError, "An unexpected error occurred"))
       }
 
     /** The typed router's own 415 is plain text: give it the envelope. */
@@ -147,10 +207,14 @@ export const EdgeLive = HttpRouter.middleware(
     const handle = Effect.fnUntraced(function*(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>,
       now: number,
-      requestId: string
+      requestId: string,
+      seen: Seen
     ) {
       const original = yield* HttpServerRequest.HttpServerRequest
-      const { path: requestedPath, search } = splitUrl(original.url)
+      const { path: sentPath, search } = splitUrl(original.url)
+      // A client joining a base URL that ends in "/" with a path that starts with one (the docs page, with the
+      // document's relative server "/") sends "//v1/…": the same route.
+      const requestedPath = sentPath.startsWith("//") ? sentPath.replace(/^\/+/, "/") : sentPath
       const aliasPath = canonicalAliasPath(requestedPath)
       let path = aliasPath ?? requestedPath
       // Not URL-decoded: valid references (`org_`/`ws_` ids, slugs) contain no escapes.
@@ -162,15 +226,17 @@ export const EdgeLive = HttpRouter.middleware(
         path
       )
       const actor = caller.actor
+      seen.actorKind = actor._tag === "Resolved" ? actor.actor.kind : actor._tag === "Invalid" ? "invalid" : "anonymous"
       let workspace: RequestScope["workspace"] = undefined
       if (actor._tag === "Resolved" && caller.workspace !== undefined) {
         if (Option.isNone(caller.workspace)) return yield* renderError(workspaceNotFound())
         workspace = caller.workspace.value
+        seen.workspace = workspace.organization.id
         yield* Effect.annotateCurrentSpan("workspace.id", workspace.organization.id)
         path = `/v1/organizations/${workspace.organization.id}${workspaceMatch?.[2] ?? ""}`
       }
 
-      const request = path === requestedPath ? original : original.modify({ url: path + search })
+      const request = path === sentPath ? original : original.modify({ url: path + search })
       const scope: RequestScope = {
         actor,
         workspace,
@@ -206,11 +272,39 @@ export const EdgeLive = HttpRouter.middleware(
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const requestId = newId("req_", now)
-        const { path } = splitUrl((yield* HttpServerRequest.HttpServerRequest).url)
-        const response = yield* handle(httpEffect, now, requestId).pipe(
-          Effect.catchCause(renderFailures(canonicalAliasPath(path) ?? path)),
-          Effect.provideService(CurrentRequestId, requestId)
-        )
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const { path: requestedPath } = splitUrl(request.url)
+        const path = canonicalAliasPath(requestedPath) ?? requestedPath
+        yield* Effect.annotateCurrentSpan("http.request.id", requestId)
+        const seen: Seen = { actorKind: "anonymous", workspace: null, cause: undefined }
+        // Bodies are capped before anything reads them (or asks who is calling): a declared length above the cap
+        // is refused at once; a chunked body is counted as it streams in (`MaxBodySize`) and refused at the cap.
+        const ownCap = ownBodyCap(request.method, path)
+        const bodyCap = ownCap ?? DEFAULT_MAX_BODY_BYTES
+        // Reading `headers` builds them anew: only requests that may carry a body pay for it a second time.
+        const declaredLength = request.method === "GET" || request.method === "HEAD"
+          ? undefined
+          : request.headers["content-length"]
+        const answer = declaredLength !== undefined && Number(declaredLength) > bodyCap
+          ? tooLarge(bodyCap)
+          : handle(httpEffect, now, requestId, seen).pipe(
+            Effect.catchCause(renderFailures(path, bodyCap, seen)),
+            // The server provides the default cap once (`serveApp`); only a route with its own adds one.
+            ownCap === undefined
+              ? identity
+              : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(ownCap))
+          )
+        const response = yield* Effect.provideService(answer, CurrentRequestId, requestId)
+        const end = yield* Clock.currentTimeMillis
+        yield* logAccess(response.status, () => ({
+          requestId,
+          method: request.method,
+          route: routes.endpointAt(request.method, path)?.path ?? path,
+          status: response.status,
+          durationMs: end - now,
+          workspace: seen.workspace,
+          actorKind: seen.actorKind
+        }), seen.cause)
         return response.headers["x-request-id"] === undefined
           ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
           : response

@@ -1,12 +1,13 @@
 /**
  * The workspace event log and its audit write path. Services call `EventLog.record` inside the same
  * transaction as the mutation it describes; the audit entry is derived from the event right there, so
- * neither can exist without the other.
+ * neither can exist without the other. The event's webhook deliveries (the outbox rows) are written right there too.
  */
 import { type Actor, CurrentRequestId, type EnvironmentId, type OrgId, type ProjectId } from "@cp/domain"
-import { EventLogRepo, type JsonObject } from "@cp/persistence"
+import { EventLogRepo, type EventRecord, type JsonObject } from "@cp/persistence"
 import type { Schema } from "effect"
 import { Clock, Context, Effect, Layer } from "effect"
+import { WebhookOutbox } from "../webhooks/outbox.ts"
 import { mint } from "./ids.ts"
 import { currentTraceContext } from "./tracing.ts"
 
@@ -106,6 +107,7 @@ export class EventLog extends Context.Service<EventLog, {
     EventLog,
     Effect.gen(function*() {
       const repo = yield* EventLogRepo
+      const outbox = yield* WebhookOutbox
       return EventLog.of({
         record: Effect.fn("EventLog.record")(function*(event: NewEvent) {
           const now = yield* Clock.currentTimeMillis
@@ -125,8 +127,15 @@ export class EventLog extends Context.Service<EventLog, {
             requestId,
             correlationId: requestId
           }
+          const record: EventRecord = {
+            id,
+            type: event.type,
+            data,
+            traceContext: yield* currentTraceContext,
+            ...common
+          }
           yield* repo.append({
-            event: { id, type: event.type, data, traceContext: yield* currentTraceContext, ...common },
+            event: record,
             audit: {
               id: mint.auditEntryId(now),
               eventId: id,
@@ -138,8 +147,10 @@ export class EventLog extends Context.Service<EventLog, {
               ...common
             }
           }).pipe(Effect.orDie)
+          // The transactional outbox: the event's webhook deliveries commit or roll back with it.
+          yield* outbox.enqueue(record)
         })
       })
     })
-  )
+  ).pipe(Layer.provide(WebhookOutbox.layer))
 }

@@ -1,5 +1,5 @@
 /** `Idempotency-Key` (contract §4), remembered in the database so it holds across replicas. */
-import { Conflict, ValidationFailed, wireError } from "@cp/domain"
+import { Conflict, IDEMPOTENCY_KEY_PATTERN, ValidationFailed, wireError } from "@cp/domain"
 import type { IdempotencyRepo, Transactor } from "@cp/persistence"
 import { Duration, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
@@ -10,10 +10,10 @@ import { renderError } from "./render.ts"
 import { openWithAny, seal } from "./secretBox.ts"
 
 export const IDEMPOTENCY_HEADER = "idempotency-key"
-export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"])
-const KEY_PATTERN = /^[A-Za-z0-9\-_.:]{1,255}$/
+// One definition, shared with the API reference that documents the header.
+export { IDEMPOTENT_METHODS } from "@cp/domain"
 
-export const isValidIdempotencyKey = (key: string): boolean => KEY_PATTERN.test(key)
+export const isValidIdempotencyKey = (key: string): boolean => IDEMPOTENCY_KEY_PATTERN.test(key)
 
 /** JSON with object keys sorted, so two bodies that differ only in key order compare equal. */
 export const canonicalJson = (value: unknown): string => {

@@ -4,6 +4,7 @@ import {
   ApiKeyId,
   AuditEntryId,
   ChallengeId,
+  DeliveryAttemptId,
   EnvironmentId,
   EventId,
   FeatureFlagId,
@@ -18,6 +19,8 @@ import {
   SettingId,
   TeamId,
   UserId,
+  WebhookEndpointId,
+  WebhookSubscriptionId,
   WorkspaceRef
 } from "@cp/domain"
 import { randomInt } from "node:crypto"
@@ -71,6 +74,9 @@ export const mint = {
   agentConnection: (now: number) => AgentConnectionId.make(newId(IdPrefix.agentConnection, now), trusted),
   secret: (now: number) => SecretId.make(newId(IdPrefix.secret, now), trusted),
   mailMessage: (now: number) => newId(IdPrefix.mailMessage, now),
+  webhookEndpoint: (now: number) => WebhookEndpointId.make(newId(IdPrefix.webhookEndpoint, now), trusted),
+  webhookSubscription: (now: number) => WebhookSubscriptionId.make(newId(IdPrefix.webhookSubscription, now), trusted),
+  deliveryAttempt: (now: number) => DeliveryAttemptId.make(newId(IdPrefix.deliveryAttempt, now), trusted),
   apiKey: (now: number) => ApiKeyId.make(newUuid(now), trusted),
   eventId: (now: number) => EventId.make(newUuid(now), trusted),
   auditEntryId: (now: number) => AuditEntryId.make(newUuid(now), trusted),

@@ -1,11 +1,13 @@
-/** Renders a wire error outside the typed API (edge answers: 404, 405, 415, 400, 401, 409, 422, 500). */
+/** Renders a wire error outside the typed API (edge answers: 404, 405, 413, 415, 400, 401, 409, 422, 500, 503). */
 import {
   BadRequest,
   Conflict,
   InternalError,
   MethodNotAllowed,
   NotFound,
+  PayloadTooLarge,
   RateLimited,
+  ServiceUnavailable,
   Unauthenticated,
   UnsupportedMediaType,
   ValidationFailed
@@ -22,6 +24,8 @@ const EdgeError = Schema.Union([
   UnsupportedMediaType,
   ValidationFailed,
   RateLimited,
+  PayloadTooLarge,
+  ServiceUnavailable,
   InternalError
 ])
 export type EdgeError = typeof EdgeError.Type

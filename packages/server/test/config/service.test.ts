@@ -152,7 +152,7 @@ describe("ConfigService", () => {
       }
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("masked values: hidden without the write permission where the setting lives", () =>
+  it.effect("masked values: hidden without the write permission where the setting lives; writers see them marked", () =>
     Effect.gen(function*() {
       const config = yield* ConfigService
       const { owner, child, childT } = yield* setup
@@ -169,7 +169,7 @@ describe("ConfigService", () => {
         return [setting.value, setting.masked, listed.value, listed.masked]
       })
       assert.deepStrictEqual(yield* seenBy(viewer), [null, true, null, true])
-      assert.deepStrictEqual(yield* seenBy(builder), ["s3cret", undefined, "s3cret", undefined])
+      assert.deepStrictEqual(yield* seenBy(builder), ["s3cret", true, "s3cret", true])
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("events carry keys, ids and changed field names, never values", () =>

@@ -2,6 +2,7 @@ import { Database } from "@cp/persistence"
 import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { SpanKind } from "@opentelemetry/api"
+import { type ExportResult, ExportResultCode } from "@opentelemetry/core"
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, References, Schedule, Schema } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -9,7 +10,14 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/h
 import { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
 import { parseConfig } from "../../src/platform/config.ts"
-import { currentTraceContext, TracingLive, TracingTest, withJobSpan } from "../../src/platform/tracing.ts"
+import {
+  currentTraceContext,
+  loggingFailures,
+  spanNameOf,
+  TracingLive,
+  TracingTest,
+  withJobSpan
+} from "../../src/platform/tracing.ts"
 
 const ProbeApi = HttpApi.make("probe").add(
   HttpApiGroup.make("probe")
@@ -92,9 +100,9 @@ layer(TracedProbeServer, { excludeTestServices: true })("TracingTest", (it) => {
       exporter.reset()
       const response = yield* get("/workspaces/ws_01ABC/probe")
       assert.deepStrictEqual(response, { status: 200, body: { one: 1 } })
-      const spans = yield* spansOnceEnded("http.server GET")
+      const spans = yield* spansOnceEnded("GET /workspaces/:workspaceId/probe")
 
-      const server = only(spans, (span) => span.name === "http.server GET")
+      const server = only(spans, (span) => span.name === "GET /workspaces/:workspaceId/probe")
       assert.strictEqual(server.kind, SpanKind.SERVER)
       assert.isUndefined(server.parentSpanContext)
       assert.strictEqual(server.attributes["http.route"], "/workspaces/:workspaceId/probe")
@@ -107,6 +115,7 @@ layer(TracedProbeServer, { excludeTestServices: true })("TracingTest", (it) => {
       assert.strictEqual(parentId(method), server.spanContext().spanId)
 
       const statement = only(spans, isSql)
+      assert.strictEqual(statement.name, "SELECT")
       assert.strictEqual(statement.kind, SpanKind.CLIENT)
       assert.strictEqual(statement.attributes["db.system.name"], "postgresql")
       assert.strictEqual(statement.attributes["db.query.text"], "select 1 as one")
@@ -121,7 +130,10 @@ layer(TracedProbeServer, { excludeTestServices: true })("TracingTest", (it) => {
       exporter.reset()
       const traceId = "0af7651916cd43dd8448eb211c80319c"
       yield* get("/workspaces/ws_01ABC/probe", { traceparent: `00-${traceId}-b7ad6b7169203331-01` })
-      const server = only(yield* spansOnceEnded("http.server GET"), (span) => span.name === "http.server GET")
+      const server = only(
+        yield* spansOnceEnded("GET /workspaces/:workspaceId/probe"),
+        (span) => span.name === "GET /workspaces/:workspaceId/probe"
+      )
       assert.strictEqual(server.spanContext().traceId, traceId)
       assert.strictEqual(parentId(server), "b7ad6b7169203331")
     }))
@@ -130,7 +142,7 @@ layer(TracedProbeServer, { excludeTestServices: true })("TracingTest", (it) => {
     Effect.gen(function*() {
       exporter.reset()
       const { body } = yield* get("/tracer")
-      const server = only(yield* spansOnceEnded("http.server GET"), (span) => span.name === "http.server GET")
+      const server = only(yield* spansOnceEnded("GET /tracer"), (span) => span.name === "GET /tracer")
       const { traceId, spanId } = server.spanContext()
       assert.deepStrictEqual(body, { enabled: true, traceContext: `00-${traceId}-${spanId}-01` })
     }))
@@ -208,5 +220,49 @@ describe("TracingLive", () => {
       assert.include(post?.body, "\"probe.exported\"")
       assert.include(post?.body, "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"control-plane\"}}")
       assert.include(post?.body, "{\"key\":\"deployment.environment.name\",\"value\":{\"stringValue\":\"production\"}}")
+    }))
+})
+
+describe("span names", () => {
+  const statement = (query: string) => spanNameOf({ name: "postgresql", attributes: { "db.query.text": query } })
+
+  it("names a statement by its operation and table", () => {
+    assert.strictEqual(statement("select id, name from projects where org_id = $1"), "SELECT projects")
+    assert.strictEqual(statement("insert into event_log (id) values ($1)"), "INSERT event_log")
+    assert.strictEqual(statement("update \"teams\" set name = $1"), "UPDATE teams")
+    assert.strictEqual(statement("delete from idempotency_keys where expires_at < now()"), "DELETE idempotency_keys")
+    assert.strictEqual(
+      statement("with doomed as (select id from a) delete from sessions where id in (1)"),
+      "DELETE sessions"
+    )
+    assert.strictEqual(statement("select pg_advisory_xact_lock(42)"), "SELECT")
+    assert.strictEqual(statement("BEGIN"), "BEGIN")
+  })
+
+  it("names a routed server span {METHOD} {route}, and leaves others alone", () => {
+    const attributes = { "http.request.method": "PATCH", "http.route": "/v1/organizations/:orgId/teams/:teamId" }
+    assert.strictEqual(
+      spanNameOf({ name: "http.server PATCH", attributes }),
+      "PATCH /v1/organizations/:orgId/teams/:teamId"
+    )
+    assert.strictEqual(spanNameOf({ name: "http.server GET", attributes: {} }), "http.server GET")
+    assert.strictEqual(spanNameOf({ name: "Projects.create", attributes: {} }), "Projects.create")
+  })
+})
+
+describe("OTLP export failures", () => {
+  it.effect("are logged once per outage, and the recovery once", () =>
+    Effect.gen(function*() {
+      const logged: Array<Effect.Effect<void>> = []
+      const failed: ExportResult = { code: ExportResultCode.FAILED, error: new Error("connection refused") }
+      const succeeded: ExportResult = { code: ExportResultCode.SUCCESS }
+      const results = [failed, failed, failed, succeeded, succeeded, failed]
+      let next = 0
+      const exporter = loggingFailures({
+        export: (_spans, done) => done(results[next++]!),
+        shutdown: () => Promise.resolve()
+      }, (effect) => void logged.push(effect))
+      for (let i = 0; i < results.length; i++) exporter.export([], () => {})
+      assert.strictEqual(logged.length, 3) // failing, recovered, failing again
     }))
 })

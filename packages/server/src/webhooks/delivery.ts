@@ -1,0 +1,489 @@
+/**
+ * The delivery engine (webhooks.md §3): a sender that makes one signed HTTPS request the way the spec says (no
+ * redirects, 10 s from connect to last byte, private destinations refused after DNS resolution, CAs of
+ * `NODE_EXTRA_CA_CERTS` trusted), and a worker that claims due attempts (`for update skip locked`), tries them with
+ * bounded concurrency and records each outcome with its lifecycle event in one transaction: retry on the schedule,
+ * terminal failure after five tries, auto-disable after five terminal failures in a row, 410 disables at once.
+ */
+import type { DeliveryStatus, FailureReason } from "@cp/domain"
+import {
+  DELIVERIES_CHANNEL,
+  type DeliveryRow,
+  type EndpointRow,
+  Transactor,
+  WebhookDeliveriesRepo,
+  WebhookEndpointsRepo
+} from "@cp/persistence"
+import { NodeHttpClient } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Context, Duration, Effect, Latch, Layer, Option, Queue, Random, Stream } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
+import { randomUUID } from "node:crypto"
+import { lookup as dnsLookup, type LookupAddress } from "node:dns"
+import { readFileSync } from "node:fs"
+import { rootCertificates } from "node:tls"
+import { AppConfig } from "../platform/config.ts"
+import { EventLog, systemActor } from "../platform/events.ts"
+import { ServerKeys } from "../platform/keys.ts"
+import { open } from "../platform/secretBox.ts"
+import { currentDate } from "../platform/serviceKit.ts"
+import { withJobSpan } from "../platform/tracing.ts"
+import {
+  AUTO_DISABLE_THRESHOLD,
+  CLAIM_SECONDS,
+  DELIVERY_TIMEOUT_MS,
+  isPrivateAddress as isPrivate,
+  MAX_ATTEMPTS,
+  RESPONSE_KEEP_LIMIT,
+  RESPONSE_READ_LIMIT,
+  retryDelayMs,
+  signatureHeader,
+  USER_AGENT
+} from "./rules.ts"
+
+/** One request to send: where, the exact body, and the headers besides the fixed ones. */
+export interface OutboundRequest {
+  readonly url: string
+  readonly body: string
+  readonly headers: Readonly<Record<string, string>>
+}
+
+/** What came of one request: an answer (any status) or a failure before one. */
+export type SendResult =
+  | { readonly _tag: "Answered"; readonly status: number; readonly body: string }
+  | {
+    readonly _tag: "Failed"
+    readonly reason: "timeout" | "tls_error" | "connection_error" | "destination_not_allowed"
+  }
+
+const DESTINATION_NOT_ALLOWED = "EWEBHOOKDESTINATION"
+
+const TLS_CODES = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME/
+
+/** The codes of an error and every `cause` below it. */
+const codesOf = (error: unknown): ReadonlyArray<string> => {
+  const codes: Array<string> = []
+  let current: unknown = error
+  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
+    if ("code" in current && typeof current.code === "string") codes.push(current.code)
+    current = "cause" in current ? current.cause : undefined
+  }
+  return codes
+}
+
+/** webhooks.md §3 Outcome: the `failureReason` of a request that got no answer. */
+export const failureOf = (error: unknown): Extract<SendResult, { _tag: "Failed" }>["reason"] => {
+  const codes = codesOf(error)
+  if (codes.includes(DESTINATION_NOT_ALLOWED)) return "destination_not_allowed"
+  if (codes.some((code) => code.includes("TIMEOUT") || code === "ETIMEDOUT")) return "timeout"
+  if (codes.some((code) => TLS_CODES.test(code))) return "tls_error"
+  return "connection_error"
+}
+
+/** Every address a host name resolves to (an IP literal resolves to itself). */
+export const resolveAll = (host: string): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.callback<ReadonlyArray<string>>((resume) => {
+    dnsLookup(host.replace(/^\[|\]$/g, ""), { all: true }, (error, addresses: ReadonlyArray<LookupAddress>) => {
+      resume(Effect.succeed(error ? [] : addresses.map((entry) => entry.address)))
+    })
+  })
+
+/** Decides whether a destination may be called; the service asks at create/update, the sender again per request. */
+export class DestinationGuard extends Context.Service<DestinationGuard, {
+  /** Whether every address `url`'s host resolves to may be called (false when it resolves to nothing). */
+  readonly allows: (url: string) => Effect.Effect<boolean>
+}>()("@cp/server/webhooks/DestinationGuard") {
+  static readonly layer = Layer.effect(
+    DestinationGuard,
+    Effect.map(AppConfig, ({ webhookAllowPrivateNetworks }) =>
+      DestinationGuard.of({
+        allows: (url) =>
+          webhookAllowPrivateNetworks
+            ? Effect.succeed(true)
+            : Effect.map(
+              resolveAll(new URL(url).hostname),
+              (addresses) => addresses.length > 0 && !addresses.some(isPrivate)
+            )
+      }))
+  )
+}
+
+/** The undici `lookup` that refuses private addresses as the connection resolves its host (no DNS rebinding gap). */
+const guardedLookup = (
+  hostname: string,
+  options: object,
+  callback: (error: NodeJS.ErrnoException | null, address: string | Array<LookupAddress>, family?: number) => void
+) =>
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses: Array<LookupAddress>) => {
+    if (error) return callback(error, [])
+    const refused = addresses.find((entry) => isPrivate(entry.address))
+    if (refused !== undefined) {
+      return callback(
+        Object.assign(new Error(`${hostname} resolves to ${refused.address}`), {
+          code: DESTINATION_NOT_ALLOWED
+        }),
+        []
+      )
+    }
+    if ("all" in options && options.all === true) return callback(null, addresses)
+    const first = addresses[0]
+    return first === undefined
+      ? callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), [])
+      : callback(null, first.address, first.family)
+  })
+
+/** Sends one webhook request; never fails: every problem is a `SendResult`. */
+export class WebhookSender extends Context.Service<WebhookSender, {
+  readonly send: (request: OutboundRequest) => Effect.Effect<SendResult>
+}>()("@cp/server/webhooks/WebhookSender") {
+  /** Over undici: the system CAs plus `NODE_EXTRA_CA_CERTS`, the private-address guard unless allowed, no redirects. */
+  static readonly layer = Layer.unwrap(Effect.gen(function*() {
+    const config = yield* AppConfig
+    const guard = yield* DestinationGuard
+    const extraCa = Option.match(config.webhookExtraCaCerts, {
+      onNone: () => [],
+      onSome: (path) => [readFileSync(path, "utf8")]
+    })
+    const client = NodeHttpClient.layerUndiciOptions({
+      connect: {
+        ca: [...rootCertificates, ...extraCa],
+        timeout: DELIVERY_TIMEOUT_MS,
+        ...(config.webhookAllowPrivateNetworks ? {} : { lookup: guardedLookup })
+      },
+      headersTimeout: DELIVERY_TIMEOUT_MS,
+      bodyTimeout: DELIVERY_TIMEOUT_MS
+    })
+    return Layer.effect(
+      WebhookSender,
+      Effect.map(HttpClient.HttpClient, (http) =>
+        WebhookSender.of({
+          send: (request) =>
+            Effect.gen(function*() {
+              if (!(yield* guard.allows(request.url))) {
+                return { _tag: "Failed", reason: "destination_not_allowed" } as const
+              }
+              const response = yield* http.execute(
+                HttpClientRequest.post(request.url).pipe(
+                  HttpClientRequest.setHeaders({ ...request.headers, "user-agent": USER_AGENT }),
+                  HttpClientRequest.bodyText(request.body, "application/json")
+                )
+              )
+              const body = yield* response.stream.pipe(
+                Stream.takeUntil(() => false),
+                Stream.runFold(() => ({ text: "", bytes: 0 }), (acc, chunk: Uint8Array) =>
+                  acc.bytes >= RESPONSE_READ_LIMIT
+                    ? acc
+                    : { text: acc.text + Buffer.from(chunk).toString("utf8"), bytes: acc.bytes + chunk.length })
+              )
+              return {
+                _tag: "Answered",
+                status: response.status,
+                body: body.text.slice(0, RESPONSE_KEEP_LIMIT)
+              } as const
+            }).pipe(
+              Effect.scoped,
+              Effect.timeoutOrElse({
+                duration: Duration.millis(DELIVERY_TIMEOUT_MS),
+                orElse: () => Effect.succeed({ _tag: "Failed", reason: "timeout" } as const)
+              }),
+              Effect.catchCause((cause) =>
+                Effect.succeed({ _tag: "Failed", reason: failureOf(Cause.squash(cause)) } as const)
+              )
+            )
+        }))
+    ).pipe(Layer.provide(client))
+  }))
+}
+
+/** The fields of an attempt's outcome, before it is written. */
+interface Outcome {
+  readonly status: DeliveryStatus
+  readonly attemptNumber: number
+  readonly httpStatusCode: number | null
+  readonly failureReason: FailureReason | null
+  readonly nextRetryAt: Date | null
+  readonly completedAt: Date | null
+  readonly responseBody: string | null
+}
+
+/** Requests in flight per process at most (webhooks.md §3 Worker): `WORKER_LANES` loops of `WORKER_BATCH` each. */
+export const WORKER_CONCURRENCY = 32
+/**
+ * Rounds run side by side, so one round's slowest request and its transaction never hold up all the others (a lane
+ * claims its next batch while the others still send).
+ */
+export const WORKER_LANES = 4
+/** Rows one round claims and tries at once. */
+export const WORKER_BATCH = WORKER_CONCURRENCY / WORKER_LANES
+/** How often a worker looks for due rows when nothing wakes it (PGlite and memory have no LISTEN). */
+export const POLL_INTERVAL = Duration.seconds(1)
+/** On PostgreSQL a notification wakes the worker; this poll only catches retries coming due. */
+export const LISTEN_POLL_INTERVAL = Duration.seconds(5)
+
+export class WebhookWorker extends Context.Service<WebhookWorker, {
+  /** Claims one batch of due attempts and tries them all; how many it tried. */
+  readonly runOnce: Effect.Effect<number>
+  /** Tries one attempt this caller has already claimed with `token` (the test route). */
+  readonly attempt: (row: DeliveryRow, token: string) => Effect.Effect<Option.Option<DeliveryRow>>
+}>()("@cp/server/webhooks/WebhookWorker") {
+  static readonly layer = Layer.effect(
+    WebhookWorker,
+    Effect.gen(function*() {
+      const deliveries = yield* WebhookDeliveriesRepo
+      const endpoints = yield* WebhookEndpointsRepo
+      const tx = yield* Transactor
+      const events = yield* EventLog
+      const sender = yield* WebhookSender
+      const { kek } = yield* ServerKeys
+
+      /** The lifecycle event of an attempt or endpoint (never fanned out). */
+      const lifecycle = (
+        type: "webhook.delivery_succeeded" | "webhook.delivery_failed" | "webhook.disabled",
+        row: DeliveryRow,
+        outcome: Outcome,
+        endpoint: EndpointRow
+      ) =>
+        events.record({
+          orgId: row.orgId,
+          type,
+          actor: systemActor,
+          subject: { kind: "webhook_endpoint", id: endpoint.id, name: endpoint.name },
+          projectId: endpoint.projectId,
+          data: {
+            delivery_attempt_id: row.id,
+            endpoint_id: row.endpointId,
+            subscription_id: row.subscriptionId,
+            source_event_id: row.eventId,
+            source_event_type: row.eventType,
+            http_status_code: outcome.httpStatusCode,
+            failure_reason: outcome.failureReason,
+            attempt_number: outcome.attemptNumber
+          },
+          description: type === "webhook.disabled"
+            ? `Webhook endpoint ${endpoint.url} disabled`
+            : `Webhook delivery ${row.id} ${type === "webhook.delivery_succeeded" ? "succeeded" : "failed"}`
+        })
+
+      /** The signed headers, with the previous secret's signature while its grace window lasts. */
+      const headersFor = (endpoint: EndpointRow, row: DeliveryRow, now: Date): Record<string, string> => {
+        const timestamp = Math.floor(now.getTime() / 1000)
+        const headers: Record<string, string> = {
+          "x-webhook-id": row.id,
+          "x-webhook-signature": signatureHeader(open(kek, endpoint.sealedSecret) ?? "", timestamp, row.body)
+        }
+        if (
+          endpoint.previousSealedSecret !== null && endpoint.previousSecretExpiresAt !== null &&
+          endpoint.previousSecretExpiresAt > now
+        ) {
+          const previous = open(kek, endpoint.previousSealedSecret)
+          if (previous !== undefined) {
+            headers["x-webhook-signature-previous"] = signatureHeader(previous, timestamp, row.body)
+          }
+        }
+        return headers
+      }
+
+      /** The outcome of a try that did not succeed: another try on the schedule, or terminal. */
+      const failure = Effect.fnUntraced(function*(
+        tryNumber: number,
+        reason: FailureReason,
+        httpStatusCode: number | null,
+        responseBody: string | null,
+        terminalNow: boolean
+      ) {
+        const now = yield* currentDate
+        const delay = terminalNow || tryNumber >= MAX_ATTEMPTS ? undefined : retryDelayMs(tryNumber, yield* Random.next)
+        const outcome: Outcome = {
+          status: delay === undefined ? "failed" : "retrying",
+          attemptNumber: tryNumber,
+          httpStatusCode,
+          failureReason: reason,
+          nextRetryAt: delay === undefined ? null : new Date(now.getTime() + delay),
+          completedAt: delay === undefined ? now : null,
+          responseBody
+        }
+        return outcome
+      })
+
+      const disable = (endpoint: EndpointRow, reason: string, at: Date) =>
+        endpoints.update({ ...endpoint, status: "disabled", disabledReason: reason, disabledAt: at, updatedAt: at })
+
+      /** What the outcomes of one transaction have left: endpoint streaks, and endpoints disabled. */
+      interface Batch {
+        readonly streaks: Map<string, number>
+        readonly disabled: Set<string>
+      }
+      const newBatch = (): Batch => ({ streaks: new Map(), disabled: new Set() })
+
+      /** A try that was made (or skipped): what to write for it. */
+      interface Tried {
+        readonly row: DeliveryRow
+        readonly token: string
+        readonly endpoint: EndpointRow
+        readonly outcome: Outcome
+        readonly gone: boolean
+      }
+
+      /**
+       * Writes one outcome with its lifecycle event, the streak and auto-disable; run inside a transaction. A
+       * success on an endpoint without a streak writes no endpoint row (the hot path). `batch` carries what the other
+       * outcomes of the same transaction left.
+       */
+      const write = ({ endpoint, gone, outcome, row, token }: Tried, batch: Batch) =>
+        Effect.gen(function*() {
+          const at = yield* currentDate
+          const written = yield* deliveries.complete({ id: row.id, token, at, ...outcome })
+          if (Option.isNone(written)) return written
+          if (outcome.status === "retrying") return written
+          if (outcome.failureReason === "endpoint_disabled") {
+            yield* lifecycle("webhook.delivery_failed", row, outcome, endpoint)
+            return written
+          }
+          const success = outcome.status === "success"
+          yield* lifecycle(success ? "webhook.delivery_succeeded" : "webhook.delivery_failed", row, outcome, endpoint)
+          if (success && (batch.streaks.get(endpoint.id) ?? endpoint.consecutiveFailures) === 0) return written
+          const streak = yield* endpoints.recordStreak({ endpointId: endpoint.id, success, at })
+          if (Option.isNone(streak)) return written
+          batch.streaks.set(endpoint.id, streak.value.consecutiveFailures)
+          if (streak.value.status !== "active") return written
+          // Exactly at the threshold: outcomes written side by side never disable (and announce) it twice.
+          const reason = gone
+            ? "gone"
+            : !success && streak.value.consecutiveFailures === AUTO_DISABLE_THRESHOLD
+            ? "repeated_delivery_failures"
+            : undefined
+          if (reason !== undefined && !batch.disabled.has(endpoint.id)) {
+            batch.disabled.add(endpoint.id)
+            yield* disable(streak.value, reason, at)
+            yield* lifecycle("webhook.disabled", row, outcome, streak.value)
+          }
+          return written
+        })
+
+      /** Makes one try of a claimed row to its endpoint (none when the endpoint is disabled): its outcome. */
+      const tryOnce = (row: DeliveryRow, token: string, endpoint: EndpointRow): Effect.Effect<Tried> =>
+        Effect.gen(function*() {
+          const tryNumber = row.status === "retrying" ? row.attemptNumber + 1 : row.attemptNumber
+          const tried = (outcome: Outcome, gone = false): Tried => ({ row, token, endpoint, outcome, gone })
+          if (endpoint.status === "disabled") {
+            return tried(yield* failure(tryNumber, "endpoint_disabled", null, null, true))
+          }
+          const now = yield* currentDate
+          const result = yield* sender.send({
+            url: endpoint.url,
+            body: row.body,
+            headers: headersFor(endpoint, row, now)
+          })
+          if (result._tag === "Failed") return tried(yield* failure(tryNumber, result.reason, null, null, false))
+          const { body, status } = result
+          if (status >= 200 && status < 300) {
+            return tried({
+              status: "success",
+              attemptNumber: tryNumber,
+              httpStatusCode: status,
+              failureReason: null,
+              nextRetryAt: null,
+              completedAt: yield* currentDate,
+              responseBody: body
+            })
+          }
+          const gone = status === 410
+          const reason: FailureReason = status >= 300 && status < 400 ? "redirect" : `http_${status}`
+          return tried(yield* failure(tryNumber, reason, status, body, gone), gone)
+        }).pipe(withJobSpan("webhook.deliver", row.traceContext))
+
+      /** The endpoints of a batch, each read once; a deleted one (its attempts went with it) is absent. */
+      const endpointsOf = (rows: ReadonlyArray<DeliveryRow>) =>
+        Effect.map(
+          Effect.forEach(
+            [...new Map(rows.map((row) => [row.endpointId, row])).values()],
+            (row) => endpoints.find({ orgId: row.orgId, endpointId: row.endpointId }),
+            { concurrency: "unbounded" }
+          ),
+          (found) =>
+            new Map(found.flatMap((endpoint) => Option.isSome(endpoint) ? [[endpoint.value.id, endpoint.value]] : []))
+        )
+
+      const attempt = (row: DeliveryRow, token: string): Effect.Effect<Option.Option<DeliveryRow>> =>
+        Effect.gen(function*() {
+          const endpoint = (yield* endpointsOf([row])).get(row.endpointId)
+          if (endpoint === undefined) return Option.none<DeliveryRow>()
+          return yield* tx.withTransaction(write(yield* tryOnce(row, token, endpoint), newBatch()))
+        })
+
+      /** One round: claim, try every row (bounded concurrency), then write all outcomes in one transaction. */
+      const runOnce = Effect.gen(function*() {
+        const now = yield* currentDate
+        const token = randomUUID()
+        const claimed = yield* deliveries.claim({
+          now,
+          until: new Date(now.getTime() + CLAIM_SECONDS * 1000),
+          token,
+          limit: WORKER_BATCH
+        })
+        if (claimed.length === 0) return 0
+        const byId = yield* endpointsOf(claimed)
+        const tried = yield* Effect.forEach(
+          claimed.flatMap((row) => {
+            const endpoint = byId.get(row.endpointId)
+            return endpoint === undefined ? [] : [tryOnce(row, token, endpoint)]
+          }),
+          (effect) => effect,
+          { concurrency: WORKER_BATCH }
+        )
+        // Streaks as this transaction leaves them, so a later outcome of the batch sees an earlier one's. The writes go
+        // out together (pipelined on the transaction's connection); the tries they record were concurrent anyway.
+        const batch = newBatch()
+        yield* tx.withTransaction(
+          Effect.forEach(tried, (one) => write(one, batch), { concurrency: "unbounded", discard: true })
+        )
+        return claimed.length
+      })
+
+      return WebhookWorker.of({ runOnce, attempt })
+    })
+  )
+
+  /**
+   * The worker fiber of this server process: rounds while there is work, then a wait until a notification
+   * (PostgreSQL) or the poll interval; stopped with the server's scope. A failed round is logged, never fatal.
+   */
+  static readonly background = Layer.effectDiscard(Effect.gen(function*() {
+    const config = yield* AppConfig
+    if (!config.webhookWorker) return
+    const worker = yield* WebhookWorker
+    const wake = yield* Latch.make(false)
+    const listening = yield* listenForDeliveries(config.databaseUrl, wake)
+    const interval = listening ? LISTEN_POLL_INTERVAL : POLL_INTERVAL
+    const round = worker.runOnce.pipe(
+      Effect.catchCause((cause) => Effect.logWarning("webhook delivery round failed", cause).pipe(Effect.as(0)))
+    )
+    const lane = Effect.gen(function*() {
+      while (true) {
+        const tried = yield* round
+        if (tried < WORKER_BATCH) {
+          yield* wake.close
+          yield* Effect.raceFirst(wake.await, Effect.sleep(interval))
+        }
+      }
+    })
+    for (let i = 0; i < WORKER_LANES; i++) yield* Effect.forkScoped(lane)
+  }))
+}
+
+/** On PostgreSQL, a fiber that opens the latch on every notification of new deliveries; false elsewhere. */
+const listenForDeliveries = (databaseUrl: Option.Option<unknown>, wake: Latch.Latch) =>
+  Effect.gen(function*() {
+    if (Option.isNone(databaseUrl)) return false
+    const pg = yield* Effect.serviceOption(PgClient.PgClient)
+    if (Option.isNone(pg)) return false
+    const notifications = yield* pg.value.listen(DELIVERIES_CHANNEL).pipe(Effect.option)
+    if (Option.isNone(notifications)) return false
+    yield* Queue.take(notifications.value).pipe(
+      Effect.andThen(wake.open),
+      Effect.forever,
+      Effect.catchCause((cause) => Effect.logWarning("webhook LISTEN stopped; polling only", cause)),
+      Effect.forkScoped
+    )
+    return true
+  })
