@@ -9,6 +9,7 @@ import { Effect, Schema, SchemaGetter } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound, PreconditionFailed, ProviderConnectionConflict, ProviderUnavailable } from "./errors.ts"
 import { AgentConnectionId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { Authentication, Authorization, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { JsonValue, LineText, Text } from "./text.ts"
 import { CurrentRequestId, Envelope, Meta, Timestamp } from "./wire.ts"
@@ -124,32 +125,43 @@ export class AgentProvidersApi extends HttpApiGroup.make("agentProviders")
   .add(
     HttpApiEndpoint.get("list", collection, {
       params: orgParams,
-      query: { provider: Schema.optionalKey(AgentProvider) },
+      query: {
+        provider: Schema.optionalKey(AgentProvider.annotate({ description: "Only this provider's connections" }))
+      },
       success: ListEnvelope,
       error: NotFound
-    }).annotateMerge(requires.permission("organization.agent.provider.read")),
+    }).annotateMerge(doc(
+      "List agent provider connections",
+      "A bare array: the workspace's connections (newest first), then the platform's read-only rows."
+    )).annotateMerge(requires.permission("organization.agent.provider.read")),
     HttpApiEndpoint.post("create", collection, {
       params: orgParams,
       payload: AgentConnectionInput,
       success: One,
       error: [NotFound, ProviderConnectionConflict, PreconditionFailed, ProviderUnavailable]
-    }).annotateMerge(requires.permission("organization.agent.provider.write")),
+    }).annotateMerge(doc(
+      "Connect an agent provider",
+      "The key is verified with the provider first (rejected: 412 `key_rejected`; unreachable: stored `unverified`)."
+    )).annotateMerge(requires.permission("organization.agent.provider.write")),
     HttpApiEndpoint.patch("update", `${collection}/:connectionId`, {
       params: oneParams,
       payload: AgentConnectionPatch,
       success: One,
       error: [NotFound, Conflict, ProviderConnectionConflict, PreconditionFailed, ProviderUnavailable]
-    }).annotateMerge(requires.permission("organization.agent.provider.write")),
+    }).annotateMerge(doc("Update an agent provider connection", "A new `apiKey` is verified first."))
+      .annotateMerge(requires.permission("organization.agent.provider.write")),
     HttpApiEndpoint.delete("disconnect", `${collection}/:connectionId`, {
       params: oneParams,
       success: One,
       error: [NotFound, Conflict]
-    }).annotateMerge(requires.permission("organization.agent.provider.write")),
+    }).annotateMerge(doc("Disconnect an agent provider", "The key is crypto-shredded; the final state is returned."))
+      .annotateMerge(requires.permission("organization.agent.provider.write")),
     HttpApiEndpoint.post("verify", `${collection}/:connectionId/verify`, {
       params: oneParams,
       success: One,
       error: [NotFound, Conflict, ProviderUnavailable]
-    }).annotateMerge(requires.permission("organization.agent.provider.write"))
+    }).annotateMerge(doc("Verify an agent provider connection", "Re-checks the stored key: `verified` or `invalid`."))
+      .annotateMerge(requires.permission("organization.agent.provider.write"))
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)
@@ -168,7 +180,8 @@ export class AdminApi extends HttpApiGroup.make("admin")
     HttpApiEndpoint.post("rotateKek", "/v1/admin/kek/rotate", {
       success: Envelope({ rotation: KekRotation }),
       error: NotFound
-    }).annotateMerge(requires.session)
+    }).annotateMerge(doc("Rotate the key-encryption key", "Operators only: re-wraps every data key under SECRETS_KEK."))
+      .annotateMerge(requires.session)
   )
   .middleware(Authorization)
   .middleware(Authentication)

@@ -89,7 +89,9 @@ export const subjectTypeOf = (id: string): "user" | "service_principal" | undefi
   isUserId(id) ? "user" : isServicePrincipalId(id) ? "service_principal" : undefined
 
 /** An agent provider connection (`apc_` + ULID), or a synthetic platform row (`apc_platform_<provider>_<slug>`). */
-export const AgentConnectionId = Schema.String.check(
-  Schema.isPattern(new RegExp(`^${IdPrefix.agentConnection}(${ULID}|platform_[a-z]+_[a-z0-9][a-z0-9-]{0,62})$`))
+export const AgentConnectionId = Schema.String.annotate({
+  description: "`apc_` and 26 ULID characters, or `apc_platform_<provider>_<slug>` for a platform row"
+}).check(
+  Schema.isPattern(new RegExp(`^${IdPrefix.agentConnection}(${ULID}|platform_[a-z]+_[a-z0-9][a-z0-9-]{0,62})$`, "u"))
 ).pipe(Schema.brand("AgentConnectionId"))
 export type AgentConnectionId = typeof AgentConnectionId.Type
