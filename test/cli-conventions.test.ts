@@ -83,7 +83,13 @@ const required: Readonly<Record<string, ReadonlyArray<string>>> = {
   "config resolve": ["region"],
   "flags list": [],
   "flags create": ["beta"],
-  "flags set": ["beta"]
+  "flags set": ["beta"],
+  "agents providers list": [],
+  "agents providers connect": ["openai"],
+  "agents providers update": ["apc_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+  "agents providers verify": ["apc_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+  "agents providers disconnect": ["apc_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+  "admin rotate-kek": []
 }
 
 describe("cpctl command tree", () => {

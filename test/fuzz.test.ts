@@ -38,7 +38,7 @@ const CODES: Readonly<Record<number, ReadonlyArray<string>>> = {
   403: ["forbidden"],
   404: ["not_found"],
   405: ["unsupported"],
-  409: ["conflict"],
+  409: ["conflict", "provider_connection_conflict"],
   412: ["precondition_failed"],
   413: ["payload_too_large"],
   415: ["unsupported"],

@@ -15,6 +15,7 @@
  * every call, so a destructive route meets a resource of its own each time.
  */
 import {
+  AgentProviderConnection,
   ControlPlaneApi,
   CreatedApiKey,
   Environment,
@@ -390,6 +391,16 @@ const newQuotaBody = () => ({
 })
 const newQuota = (ctx: Ctx) =>
   Effect.map(asCreator(ctx, "POST", "/quotas", { quota: Quota }, newQuotaBody()), (data) => data.quota.id)
+/** A fresh agent provider connection of the workspace (its key accepted by the test server's simulator). */
+const newAgentConnection = (ctx: Ctx) =>
+  Effect.map(
+    asCreator(ctx, "POST", "/agents/providers", { connection: AgentProviderConnection }, {
+      provider: "openai",
+      apiKey: `sk-matrix-${randomUUID()}`,
+      name: `matrix-${randomUUID().slice(0, 8)}`
+    }),
+    (data) => ({ params: { connectionId: data.connection.id } })
+  )
 
 /**
  * A webhook endpoint of the workspace, written straight into the database after every earlier one is removed (the
@@ -543,6 +554,20 @@ const fixtures: Readonly<Record<string, Fixture>> = {
     newEnvironmentScope,
     (p) => `/projects/${p["projectId"]}/environments/${p["environmentId"]}`
   ),
+  "agentProviders.list": { request: none },
+  "agentProviders.create": {
+    request: () =>
+      Effect.succeed({
+        body: { provider: "anthropic", apiKey: `sk-matrix-${randomUUID()}`, name: `m-${randomUUID().slice(0, 8)}` }
+      })
+  },
+  "agentProviders.update": {
+    request: (ctx) => Effect.map(newAgentConnection(ctx), (req) => ({ ...req, body: { config: { a: 1 } } }))
+  },
+  "agentProviders.disconnect": { request: newAgentConnection },
+  "agentProviders.verify": { request: newAgentConnection },
+  // Not an operator (PLATFORM_ADMIN_EMAILS is unset here): the route does not exist for the caller.
+  "admin.rotateKek": { request: none, alsoAllowed: [404] },
   "system.health": { request: none },
   "system.outbox": { request: none },
 

@@ -10,6 +10,8 @@ import type {
   Forbidden,
   NotFound,
   PreconditionFailed,
+  ProviderConnectionConflict,
+  ProviderUnavailable,
   RateLimited,
   ValidationFailed
 } from "@cp/domain"
@@ -43,6 +45,8 @@ export type WireError =
   | Forbidden
   | NotFound
   | PreconditionFailed
+  | ProviderConnectionConflict
+  | ProviderUnavailable
   | RateLimited
   | Unauthenticated
   | ValidationFailed

@@ -3,6 +3,7 @@ import { type Cause, Effect } from "effect"
 import { Command } from "effect/cli"
 import { BaseUrlFlag, TokenFlag } from "./client.ts"
 import { access } from "./commands/access.ts"
+import { admin, agents } from "./commands/agents.ts"
 import { apiKeys } from "./commands/apiKeys.ts"
 import { audit } from "./commands/audit.ts"
 import { login, logout, whoami } from "./commands/auth.ts"
@@ -42,7 +43,9 @@ export const cpctl = Command.make("cpctl").pipe(
     flags,
     webhooks,
     usage,
-    quotas
+    quotas,
+    agents,
+    admin
   ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )

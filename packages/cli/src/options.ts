@@ -228,10 +228,3 @@ export const scopeOf = Effect.fnUntraced(function*(flags: ScopeFlags) {
   const environmentId = yield* resolveEnvironment(orgId, projectId, flags.environment.value)
   return { kind: "environment", orgId, projectId, environmentId } satisfies Scope as Scope
 })
-
-/** Everything on stdin, less one trailing newline (what `echo` and most editors add). */
-export const readStdin = Effect.promise(async () => {
-  const chunks: Array<Buffer> = []
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "")
-})

@@ -1,6 +1,7 @@
 /** The whole API: one group per area. Validation, OpenAPI, the docs page and the typed client derive from it. */
 import { Context } from "effect"
 import { HttpApi, OpenApi } from "effect/http-api"
+import { AdminApi, AgentProvidersApi } from "./agents.ts"
 import { ApiKeysApi } from "./apiKeys.ts"
 import { AuditApi } from "./audit.ts"
 import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi } from "./config.ts"
@@ -37,6 +38,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(WebhooksApi)
   .add(UsageApi)
   .add(QuotasApi)
+  .add(AgentProvidersApi)
+  .add(AdminApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

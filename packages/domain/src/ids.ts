@@ -17,6 +17,7 @@ export const IdPrefix = {
   setting: "stg_",
   featureFlag: "flg_",
   secret: "sec_",
+  agentConnection: "apc_",
   mailMessage: "msg_",
   webhookEndpoint: "whe_",
   webhookSubscription: "whs_",
@@ -95,3 +96,11 @@ const isServicePrincipalId = Schema.is(ServicePrincipalId)
 /** Whose id this is, by its prefix and shape: a user's, a service principal's, or neither (undefined). */
 export const subjectTypeOf = (id: string): "user" | "service_principal" | undefined =>
   isUserId(id) ? "user" : isServicePrincipalId(id) ? "service_principal" : undefined
+
+/** An agent provider connection (`apc_` + ULID), or a synthetic platform row (`apc_platform_<provider>_<slug>`). */
+export const AgentConnectionId = Schema.String.annotate({
+  description: "`apc_` and 26 ULID characters, or `apc_platform_<provider>_<slug>` for a platform row"
+}).check(
+  Schema.isPattern(new RegExp(`^${IdPrefix.agentConnection}(${ULID}|platform_[a-z]+_[a-z0-9][a-z0-9-]{0,62})$`, "u"))
+).pipe(Schema.brand("AgentConnectionId"))
+export type AgentConnectionId = typeof AgentConnectionId.Type

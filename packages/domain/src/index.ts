@@ -1,4 +1,5 @@
 export * from "./access.ts"
+export * from "./agents.ts"
 export * from "./api.ts"
 export * from "./apiKeys.ts"
 export * from "./audit.ts"

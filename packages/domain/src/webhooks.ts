@@ -55,6 +55,12 @@ export const eventCatalog = {
   "settings.updated": { resource: "setting", fields: ["action", "settingId", "key", "scopeKind", "changed"] },
   "feature.updated": { resource: "featureFlag", fields: ["action", "flagId", "key", "scopeKind", "changed"] },
   "secrets.updated": { resource: "secret", fields: ["id", "key", "scopeKind", "version", "change"] },
+  "agent_provider.connected": { resource: "connection", fields: ["id", "provider", "name", "status", "keyHint"] },
+  "agent_provider.updated": {
+    resource: "connection",
+    fields: ["id", "provider", "name", "status", "keyHint", "changed"]
+  },
+  "agent_provider.disconnected": { resource: "connection", fields: ["id", "provider", "name", "status", "keyHint"] },
   "webhook_endpoint.created": { resource: "endpoint", fields: ["endpoint"] },
   "webhook_endpoint.updated": { resource: "endpoint", fields: ["endpoint", "previous"] },
   "webhook_endpoint.deleted": { resource: "endpoint", fields: ["endpoint"] },

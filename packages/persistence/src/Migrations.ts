@@ -15,6 +15,7 @@ import config from "./migrations/0009_config.ts"
 import secrets from "./migrations/0010_secrets.ts"
 import webhooks from "./migrations/0011_webhooks.ts"
 import metering from "./migrations/0012_metering.ts"
+import agents from "./migrations/0013_agents.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -29,7 +30,8 @@ export const migrations = {
   "0009_config": config,
   "0010_secrets": secrets,
   "0011_webhooks": webhooks,
-  "0012_metering": metering
+  "0012_metering": metering,
+  "0013_agents": agents
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

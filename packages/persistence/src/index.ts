@@ -51,6 +51,8 @@ export * from "./webhooks/DeliveriesRepo.ts"
 export * from "./webhooks/EndpointsRepo.ts"
 export * from "./webhooks/rows.ts"
 
+export * from "./agents/AgentConnectionsRepo.ts"
+export * from "./agents/rows.ts"
 export * from "./quotas/QuotasRepo.ts"
 export * from "./quotas/rows.ts"
 export * from "./quotas/ViolationsRepo.ts"

@@ -8,6 +8,10 @@ import { ControlPlaneApi, DEFAULT_MAX_BODY_BYTES } from "@cp/domain"
 import { ByteSize, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { AdminHttp, AgentProvidersHttp } from "./agents/http.ts"
+import { AgentProviderClient } from "./agents/providers.ts"
+import { AgentProvidersService } from "./agents/service.ts"
+import { AgentSimulatorRoutes } from "./agents/simulator.ts"
 import { ApiKeysHttp } from "./apiKeys/http.ts"
 import { ApiKeysService } from "./apiKeys/service.ts"
 import { AuditHttp } from "./audit/http.ts"
@@ -84,7 +88,8 @@ const Services = OAuthService.layer.pipe(
     ConfigService.layer,
     SecretsService.layer,
     WebhooksService.layer,
-    UsageService.layer.pipe(Layer.provideMerge(QuotasService.layer))
+    UsageService.layer.pipe(Layer.provideMerge(QuotasService.layer)),
+    AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer))
   )),
   Layer.provideMerge(WebhookDelivery),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers))
@@ -111,7 +116,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     EnvironmentConfigurationHttp,
     WebhooksHttp,
     UsageHttp,
-    QuotasHttp
+    QuotasHttp,
+    AgentProvidersHttp,
+    AdminHttp
   ]),
   Layer.provide(ApiMiddlewareLive)
 )
@@ -138,10 +145,17 @@ const scalar: HttpApiScalar.ScalarConfig & { readonly showDeveloperTools: "never
 const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs", scalar })
 
 /**
- * The HTTP side: the edge in front of the typed API and the docs; plus the idle sweep and the webhook delivery worker,
- * which serve no route.
+ * The HTTP side: the edge in front of the typed API, the docs and the development simulators; plus the idle sweep and
+ * the webhook delivery worker, which serve no route.
  */
-const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background, WebhookWorker.background)
+const Http = Layer.mergeAll(
+  ApiRoutes,
+  Docs,
+  EdgeLive,
+  AgentSimulatorRoutes,
+  EnvironmentSweep.background,
+  WebhookWorker.background
+)
 
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */
 export const HttpAppLive = Http.pipe(Layer.provide(Services))

@@ -1,5 +1,6 @@
 /** One persistence flavour for the whole server: every repository plus the transaction service. */
 import {
+  AgentConnectionsRepo,
   ApiKeysRepo,
   ChallengesRepo,
   ConfigRepo,
@@ -59,7 +60,8 @@ export const RepositoriesSql = Layer.mergeAll(
   WebhookDeliveriesRepo.sql,
   UsageRepo.sql,
   QuotasRepo.sql,
-  ViolationsRepo.sql
+  ViolationsRepo.sql,
+  AgentConnectionsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -90,5 +92,6 @@ export const RepositoriesMemory = Layer.mergeAll(
   WebhookDeliveriesRepo.memory,
   UsageRepo.memory,
   QuotasRepo.memory,
-  ViolationsRepo.memory
+  ViolationsRepo.memory,
+  AgentConnectionsRepo.memory
 )

@@ -6,10 +6,11 @@
  * never from the command line, where it would land in shell history and process listings.
  */
 import { type Secret, SecretId, SecretKey } from "@cp/domain"
-import { Effect, Option, Redacted } from "effect"
-import { Argument, Command, Flag, Prompt, TerminalCapabilities } from "effect/cli"
+import { Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { CliFailure } from "../errors.ts"
+import { readHidden } from "../input.ts"
 import {
   allRows,
   belowWorkspaceFlags,
@@ -17,7 +18,6 @@ import {
   fetchRows,
   flagWords,
   pageFlags,
-  readStdin,
   type Scope,
   type ScopeFlags,
   scopeOf,
@@ -47,19 +47,7 @@ const scopeFlags = {
 }
 
 /** The secret value: a hidden prompt on a terminal, else stdin. Never an argument or a flag. */
-const readValue = Effect.gen(function*() {
-  const { canPrompt } = yield* TerminalCapabilities.TerminalCapabilities
-  const value = canPrompt && process.stdin.isTTY === true
-    ? Redacted.value(yield* Prompt.Hidden({ message: "Secret value (input hidden)" }))
-    : yield* readStdin
-  if (value === "") {
-    return yield* new CliFailure({
-      code: "input_required",
-      message: "the secret value is empty: pipe it on stdin or type it at the prompt"
-    })
-  }
-  return value
-})
+const readValue = readHidden("Secret value (input hidden)", "the secret value")
 
 const secretArgument = Argument.String("secret").pipe(
   Argument.withSchema(SecretId),

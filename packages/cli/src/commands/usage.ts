@@ -9,7 +9,8 @@ import { Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ControlPlaneClient, withClient } from "../client.ts"
 import { usageError } from "../errors.ts"
-import { belowWorkspaceFlags, optionalKey, readStdin, scopeOf, workspaceFlag } from "../options.ts"
+import { readStdin } from "../input.ts"
+import { belowWorkspaceFlags, optionalKey, scopeOf, workspaceFlag } from "../options.ts"
 import { type Columns, printResult, renderTable } from "../output.ts"
 
 const recordColumns: Columns<UsageRecord> = {

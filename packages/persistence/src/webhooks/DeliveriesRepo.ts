@@ -113,10 +113,10 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
               if (!Arr.isArrayNonEmpty(values)) return Effect.void
               // The notification goes out when the transaction commits, waking listening workers at once.
               return sql`insert into webhook_deliveries ${sql.insert(values)}`.pipe(
-                Effect.andThen(sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`)
+                Effect.andThen(sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`),
+                Effect.asVoid
               )
             }),
-            Effect.asVoid,
             Effect.orDie
           ),
         find: flow(

@@ -15,6 +15,21 @@ export interface OAuthProviderConfig {
   readonly userinfoUrl: string
 }
 
+/** One platform row of `AGENT_PLATFORM_PROVIDERS` (integrations-agents.md §4). */
+export const AgentPlatformProvider = Schema.Struct({
+  provider: Schema.Literals(["anthropic", "openai", "gemini", "modal"]),
+  slug: Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9-]{0,62}$/)),
+  defaultModel: Schema.optionalKey(Schema.String),
+  baseUrl: Schema.optionalKey(Schema.String)
+})
+export type AgentPlatformProvider = typeof AgentPlatformProvider.Type
+
+/** Development/test: one `default` row each for anthropic and openai. */
+const DEV_PLATFORM_PROVIDERS: ReadonlyArray<AgentPlatformProvider> = [
+  { provider: "anthropic", slug: "default" },
+  { provider: "openai", slug: "default" }
+]
+
 export interface AppConfigShape {
   readonly env: AppEnv
   readonly host: string
@@ -25,6 +40,19 @@ export interface AppConfigShape {
   readonly smtpUrl: Option.Option<Redacted.Redacted>
   readonly mailFrom: string
   readonly secretsKek: Option.Option<Redacted.Redacted>
+  /**
+   * Earlier KEKs (`SECRETS_KEK_PREVIOUS`, comma-separated base64), accepted for reads until a rotation has re-wrapped
+   * everything under `SECRETS_KEK`.
+   */
+  readonly previousKeks: ReadonlyArray<Redacted.Redacted>
+  /** Emails of the operators who may call the admin routes (`PLATFORM_ADMIN_EMAILS`, comma-separated). */
+  readonly platformAdminEmails: ReadonlyArray<string>
+  /** `AGENT_<PROVIDER>_BASE_URL` by provider; unset means the public API (production) or the simulator. */
+  readonly agentBaseUrls: Readonly<Record<string, string>>
+  /** `AGENT_PLATFORM_PROVIDERS`. */
+  readonly agentPlatformProviders: ReadonlyArray<AgentPlatformProvider>
+  /** How long a provider call may take before it counts as unreachable (`AGENT_PROVIDER_TIMEOUT_MS`, 10 000). */
+  readonly agentProviderTimeoutMs: number
   readonly tokenSigningKey: Option.Option<Redacted.Redacted>
   readonly oauthProviders: ReadonlyArray<OAuthProviderConfig>
   readonly otlpEndpoint: Option.Option<string>
@@ -91,6 +119,36 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       return yield* new ConfigError({ message: "ENVIRONMENT_RETENTION_DAYS must be a positive integer" })
     }
     const secretsKek = Option.map(nonEmpty(env, "SECRETS_KEK"), Redacted.make)
+    const agentProviderTimeoutMs = Number(
+      nonEmpty(env, "AGENT_PROVIDER_TIMEOUT_MS").pipe(Option.getOrElse(() => "10000"))
+    )
+    if (!Number.isInteger(agentProviderTimeoutMs) || agentProviderTimeoutMs < 1) {
+      return yield* new ConfigError({ message: "AGENT_PROVIDER_TIMEOUT_MS must be a positive integer" })
+    }
+    const agentPlatformProviders = yield* Option.match(nonEmpty(env, "AGENT_PLATFORM_PROVIDERS"), {
+      onNone: () => Effect.succeed(appEnv === "production" ? [] : DEV_PLATFORM_PROVIDERS),
+      onSome: (json) =>
+        Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.Array(AgentPlatformProvider)))(json).pipe(
+          Effect.mapError(() =>
+            new ConfigError({
+              message: "AGENT_PLATFORM_PROVIDERS must be a JSON array of { provider, slug, defaultModel?, baseUrl? }"
+            })
+          )
+        )
+    })
+    const agentBaseUrls = Object.fromEntries(
+      ["anthropic", "openai", "gemini", "modal"].flatMap((provider) =>
+        Option.match(nonEmpty(env, `AGENT_${provider.toUpperCase()}_BASE_URL`), {
+          onNone: () => [],
+          onSome: (url) => [[provider, url.replace(/\/+$/, "")]]
+        })
+      )
+    )
+    const list = (name: string) =>
+      nonEmpty(env, name).pipe(
+        Option.map((value) => value.split(",").map((part) => part.trim()).filter((part) => part !== "")),
+        Option.getOrElse((): ReadonlyArray<string> => [])
+      )
     const tokenSigningKey = Option.map(nonEmpty(env, "TOKEN_SIGNING_KEY"), Redacted.make)
     if (appEnv === "production") {
       const missing = [
@@ -114,6 +172,11 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       smtpUrl: Option.map(nonEmpty(env, "SMTP_URL"), Redacted.make),
       mailFrom: nonEmpty(env, "MAIL_FROM").pipe(Option.getOrElse(() => "Control Plane <no-reply@localhost>")),
       secretsKek,
+      previousKeks: list("SECRETS_KEK_PREVIOUS").map((value) => Redacted.make(value)),
+      platformAdminEmails: list("PLATFORM_ADMIN_EMAILS").map((email) => email.toLowerCase()),
+      agentBaseUrls,
+      agentPlatformProviders,
+      agentProviderTimeoutMs,
       tokenSigningKey,
       oauthProviders: oauthProviders(env),
       otlpEndpoint: nonEmpty(env, "OTEL_EXPORTER_OTLP_ENDPOINT"),

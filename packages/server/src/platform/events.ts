@@ -83,6 +83,7 @@ const CATEGORY_BY_PREFIX: ReadonlyArray<readonly [prefix: string, category: stri
   ["webhook", "webhooks"],
   ["scm.", "integrations"],
   ["integration.", "integrations"],
+  ["agent_provider.", "integrations"],
   ["state.", "runstate"]
 ]
 

@@ -7,7 +7,7 @@ import type { KeyObject } from "node:crypto"
 import { hmacSha256Hex } from "./crypto.ts"
 import type { KeyEncryptionKey } from "./keys.ts"
 import { renderError } from "./render.ts"
-import { open, seal } from "./secretBox.ts"
+import { openWithAny, seal } from "./secretBox.ts"
 
 export const IDEMPOTENCY_HEADER = "idempotency-key"
 // One definition, shared with the API reference that documents the header.
@@ -72,7 +72,11 @@ export const responseText = (response: HttpServerResponse.HttpServerResponse): s
 export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
   repo: IdempotencyRepo["Service"],
   tx: Transactor["Service"],
-  keys: { readonly kek: KeyEncryptionKey; readonly signingKey: KeyObject },
+  keys: {
+    readonly kek: KeyEncryptionKey
+    readonly previousKeks: ReadonlyArray<KeyEncryptionKey>
+    readonly signingKey: KeyObject
+  },
   request: KeyedRequest,
   routed: Effect.Effect<HttpServerResponse.HttpServerResponse, E>
 ) {
@@ -96,7 +100,8 @@ export const withIdempotencyKey = Effect.fnUntraced(function*<E>(
           reason: "key_reused"
         }))
       }
-      const body = open(keys.kek, started.body)
+      // A KEK being rotated away still opens the answers it sealed (`SECRETS_KEK_PREVIOUS`).
+      const body = openWithAny([keys.kek, ...keys.previousKeks], started.body)
       if (body === undefined) {
         return yield* renderError(
           wireError(Conflict, "The stored answer for this Idempotency-Key can no longer be read")

@@ -1,5 +1,6 @@
 /** Id minting: prefixed ULIDs (monotonic within a process) and UUIDv7 where the spec says UUID. */
 import {
+  AgentConnectionId,
   ApiKeyId,
   AuditEntryId,
   ChallengeId,
@@ -73,6 +74,7 @@ export const mint = {
   servicePrincipal: (now: number) => ServicePrincipalId.make(newId(IdPrefix.servicePrincipal, now), trusted),
   setting: (now: number) => SettingId.make(newId(IdPrefix.setting, now), trusted),
   featureFlag: (now: number) => FeatureFlagId.make(newId(IdPrefix.featureFlag, now), trusted),
+  agentConnection: (now: number) => AgentConnectionId.make(newId(IdPrefix.agentConnection, now), trusted),
   secret: (now: number) => SecretId.make(newId(IdPrefix.secret, now), trusted),
   quota: (now: number) => QuotaId.make(newId(IdPrefix.quota, now), trusted),
   mailMessage: (now: number) => newId(IdPrefix.mailMessage, now),

@@ -14,10 +14,18 @@ export interface KeyEncryptionKey {
   readonly key: Uint8Array
 }
 
+/** A KEK and its id: the first 12 hex characters of the SHA-256 of its base64 form. */
+const keyEncryptionKey = (key: Buffer): KeyEncryptionKey => ({
+  id: sha256Hex(key.toString("base64")).slice(0, 12),
+  key
+})
+
 export class ServerKeys extends Context.Service<ServerKeys, {
   /** A prepared key object: HMAC with it skips the per-call key import. */
   readonly signingKey: KeyObject
   readonly kek: KeyEncryptionKey
+  /** Earlier KEKs (`SECRETS_KEK_PREVIOUS`): values sealed under them still open until a rotation re-wraps them. */
+  readonly previousKeks: ReadonlyArray<KeyEncryptionKey>
 }>()("@cp/server/ServerKeys") {
   static readonly layer = Layer.effect(
     ServerKeys,
@@ -33,9 +41,14 @@ export class ServerKeys extends Context.Service<ServerKeys, {
       const signing = yield* read(config.tokenSigningKey, "token_signing_key")
       const kek = Buffer.from(yield* read(config.secretsKek, "secrets_kek"), "base64")
       if (kek.length !== 32) return yield* Effect.die(new Error("SECRETS_KEK must be base64 of exactly 32 bytes"))
+      const previous = config.previousKeks.map((value) => Buffer.from(Redacted.value(value), "base64"))
+      if (previous.some((key) => key.length !== 32)) {
+        return yield* Effect.die(new Error("SECRETS_KEK_PREVIOUS must list base64 keys of exactly 32 bytes"))
+      }
       return ServerKeys.of({
         signingKey: createSecretKey(Buffer.from(signing, "utf8")),
-        kek: { id: sha256Hex(kek.toString("base64")).slice(0, 12), key: kek }
+        kek: keyEncryptionKey(kek),
+        previousKeks: previous.map(keyEncryptionKey)
       })
     })
   )

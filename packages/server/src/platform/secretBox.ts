@@ -34,3 +34,10 @@ export const open = (kek: KeyEncryptionKey, sealed: string): string | undefined 
     return undefined
   }
 }
+
+/** The plaintext, opened with whichever of `keks` sealed it (its id is in the sealed form); undefined if none did. */
+export const openWithAny = (keks: ReadonlyArray<KeyEncryptionKey>, sealed: string): string | undefined => {
+  const kid = sealed.split(".")[1]
+  const kek = keks.find((candidate) => candidate.id === kid)
+  return kek === undefined ? undefined : open(kek, sealed)
+}

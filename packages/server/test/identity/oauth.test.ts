@@ -89,7 +89,8 @@ const insertUser = (users: UsersRepo["Service"], email: string, now: number) => 
 
 const TestKeys = Layer.succeed(ServerKeys)({
   signingKey: createSecretKey(Buffer.from("oauth-test-signing-key")),
-  kek: { id: "test", key: new Uint8Array(32) }
+  kek: { id: "test", key: new Uint8Array(32) },
+  previousKeks: []
 })
 
 /** `acme` and `globex` on the fake provider, `dead` on a closed port, `half` missing its secret and URLs. */
