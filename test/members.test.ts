@@ -23,10 +23,11 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { decisionByAction } from "./support/access.ts"
-import { cpctl } from "./support/cli.ts"
+import { cpctl, tableRow } from "./support/cli.ts"
 import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
+import { seedMember } from "./support/seed.ts"
 import { call, clientFor, sqlBackends, TestServer, testServer, testServerOver } from "./support/server.ts"
-import { freshEmail, signIn } from "./support/session.ts"
+import { createApiKey, freshEmail, setDisplayName, signIn } from "./support/session.ts"
 
 const DAY = 24 * 60 * 60 * 1000
 const INVITATION_FIELDS = [
@@ -40,7 +41,8 @@ const INVITATION_FIELDS = [
   "role",
   "status"
 ]
-const MEMBER_FIELDS = ["id", "joinedAt", "roles", "status", "subjectId", "subjectType"]
+/** The spec's member fields plus the subject's `email` and `displayName` (docs/decisions.md). */
+const MEMBER_FIELDS = ["displayName", "email", "id", "joinedAt", "roles", "status", "subjectId", "subjectType"]
 
 /** The spec's invitation fields, each well formed. */
 const assertInvitationShape = (invitation: typeof Invitation.Encoded) => {
@@ -710,6 +712,27 @@ for (const backend of sqlBackends) {
           failed(yield* s.members(billing.token, org.id), 403, "forbidden")
         }))
 
+      it.effect("members carry the subject's email and display name: a user's profile, a key's principal", () =>
+        Effect.gen(function*() {
+          const s = yield* stepsHere
+          const { owner, org } = yield* s.newWorkspace()
+          yield* setDisplayName(s.baseUrl, owner.token, "Olive Owner")
+          const eve = yield* s.join(owner.token, org, "viewer", "eve")
+          // No route makes a service principal a member: the row is what one would look like (test/support/seed.ts).
+          const key = yield* createApiKey(s.baseUrl, owner.token, org.id, "deploy bot")
+          yield* seedMember(org.id, key.servicePrincipal.id, null, "service_principal")
+          const members = membersOf(yield* s.members(owner.token, org.id))
+          members.forEach(assertMemberShape)
+          assert.deepStrictEqual(members.map((m) => [m.subjectId, m.email, m.displayName]), [
+            [key.servicePrincipal.id, null, "API Key: deploy bot"],
+            [eve.user.id, eve.email, null],
+            [owner.user.id, owner.email, "Olive Owner"]
+          ])
+          yield* setDisplayName(s.baseUrl, eve.token, "Eve")
+          const changed = memberOf(yield* s.setRole(owner.token, org.id, eve.memberId, "builder"))
+          assert.deepInclude(changed, { subjectId: eve.user.id, email: eve.email, displayName: "Eve" })
+        }))
+
       it.effect("the /v1/workspaces alias lists the same members", () =>
         Effect.gen(function*() {
           const { org, owner, s } = yield* withTwoMembers
@@ -1028,21 +1051,30 @@ layer(CliServer, { excludeTestServices: true })("cpctl members and invitations",
       const { asOwner, ivy, org, owner, s } = yield* withCpctl
       const created = createdOf(yield* s.invite(owner.token, org.id, { email: ivy.email, role: "builder" }))
       acceptedOf(yield* s.acceptByToken(ivy.token, org.id, created.delivery.token))
+      yield* setDisplayName(s.baseUrl, ivy.token, "Ivy Green")
 
       const members = yield* asOwner("members", "list", "--workspace", org.id, "--json")
       succeeded(members)
       const listed = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Member)))(members.stdout)
       const ivyMember = listed.find((m) => m.subjectId === ivy.user.id)
       assert.isDefined(ivyMember)
+      const ownerMember = listed.find((m) => m.subjectId === owner.user.id)
+      assert.isDefined(ownerMember)
       const table = yield* asOwner("members", "list", "-w", org.id)
-      assert.match(table.stdout, /^ID\s+SUBJECT\s+TYPE\s+ROLES\s+STATUS\s+JOINED\n/)
-      assert.include(table.stdout, `${ivyMember.id}  ${ivy.user.id}  user  builder`)
+      // Who each member is: the email and name beside the ids (the owner has set no name: `-`).
+      assert.match(table.stdout, /^ID\s+SUBJECT\s+EMAIL\s+NAME\s+TYPE\s+ROLES\s+STATUS\s+JOINED\n/)
+      assert.deepStrictEqual(
+        tableRow(table.stdout, ivyMember.id).slice(0, 6),
+        [ivyMember.id, ivy.user.id, ivy.email, "Ivy Green", "user", "builder"]
+      )
+      assert.deepStrictEqual(tableRow(table.stdout, ownerMember.id).slice(2, 4), [owner.email, "-"])
 
       const promoted = yield* asOwner("members", "set-role", ivyMember.id, "admin", "-w", org.id)
       succeeded(promoted)
-      assert.include(promoted.stdout, `${ivyMember.id}  ${ivy.user.id}  user  admin`)
-      const ownerMember = listed.find((m) => m.subjectId === owner.user.id)
-      assert.isDefined(ownerMember)
+      assert.deepStrictEqual(
+        tableRow(promoted.stdout, ivyMember.id).slice(0, 6),
+        [ivyMember.id, ivy.user.id, ivy.email, "Ivy Green", "user", "admin"]
+      )
       const lastOwner = yield* asOwner("members", "remove", ownerMember.id, "-w", org.id, "--yes")
       assert.strictEqual(lastOwner.exitCode, 1)
       assert.include(lastOwner.stderr, "error precondition_failed: ")

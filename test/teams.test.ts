@@ -23,11 +23,11 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { decisionByAction } from "./support/access.ts"
-import { cpctlAs as cpctl, printedAs } from "./support/cli.ts"
+import { cpctlAs as cpctl, printedAs, tableRow } from "./support/cli.ts"
 import { failed, invalidFields, ISO_MS, metaOf, nextCursor, ok, type Res, ULID } from "./support/envelope.ts"
 import { seedBinding, seedMember } from "./support/seed.ts"
 import { call, clientFor, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
-import { createProject, signInWithPersonal } from "./support/session.ts"
+import { createApiKey, createProject, setDisplayName, signInWithPersonal } from "./support/session.ts"
 
 const projectId = () => newId("prj_", Date.now())
 
@@ -227,11 +227,40 @@ for (const backend of sqlBackends) {
         Effect.gen(function*() {
           const { as, member, members, sp } = yield* withTeamAndMembers
           const added = memberOf(yield* as("POST", members, { subjectId: member.user.id }))
-          assert.deepStrictEqual(Object.keys(added).sort(), ["createdAt", "status", "subjectId", "subjectType"])
+          // The spec's fields plus the subject's email and display name (docs/decisions.md).
+          assert.deepStrictEqual(
+            Object.keys(added).sort(),
+            ["createdAt", "displayName", "email", "status", "subjectId", "subjectType"]
+          )
           assert.deepInclude(added, { subjectId: member.user.id, subjectType: "user", status: "active" })
           assert.match(added.createdAt, ISO_MS)
           const spAdded = memberOf(yield* as("POST", members, { subjectId: sp, subjectType: "service_principal" }))
           assert.strictEqual(spAdded.subjectType, "service_principal")
+        }))
+
+      it.effect("members carry the subject's email and display name: a user's profile, a key's principal", () =>
+        Effect.gen(function*() {
+          const { baseUrl } = yield* TestServer
+          const { as, member, members, root, token } = yield* withTeamAndMembers
+          yield* setDisplayName(baseUrl, member.token, "Mel Member")
+          const key = yield* createApiKey(baseUrl, token, root, "ci runner")
+          const user = { subjectId: member.user.id, email: member.email, displayName: "Mel Member" }
+          const principal = { subjectId: key.servicePrincipal.id, email: null, displayName: "API Key: ci runner" }
+          assert.deepInclude(memberOf(yield* as("POST", members, { subjectId: member.user.id })), user)
+          assert.deepInclude(
+            memberOf(
+              yield* as("POST", members, { subjectId: key.servicePrincipal.id, subjectType: "service_principal" })
+            ),
+            principal
+          )
+          const listed = ok(yield* as("GET", members), { members: Schema.Array(TeamMember) }).members
+          assert.deepStrictEqual(
+            listed.map(({ displayName, email, subjectId }) => ({ subjectId, email, displayName })),
+            [
+              principal,
+              user
+            ]
+          )
         }))
 
       it.effect("members: a member twice is 409; a workspace outsider 404 naming it; bad bodies 422; no team 404", () =>
@@ -732,9 +761,15 @@ for (const backend of sqlBackends) {
             assert.match(listed.stdout, /^ID\s+SLUG\s+NAME\s+STATUS\s+CREATED\n/)
             assert.include(listed.stdout, `${team.id}  release-crew  Release Crew  active`)
 
+            yield* setDisplayName(baseUrl, member.token, "Rel Member")
             const added = yield* run("teams", "add-member", team.id, member.user.id, "-w", ws)
             assert.strictEqual(added.exitCode, 0, added.stderr)
-            assert.include(added.stdout, `${member.user.id}  user`)
+            assert.match(added.stdout, /^SUBJECT\s+EMAIL\s+NAME\s+TYPE\s+STATUS\s+ADDED\n/)
+            const row = [member.user.id, member.email, "Rel Member", "user", "active"]
+            assert.deepStrictEqual(tableRow(added.stdout, member.user.id).slice(0, 5), row)
+            const teamMembers = yield* run("teams", "members", "release-crew", "-w", ws)
+            assert.strictEqual(teamMembers.exitCode, 0, teamMembers.stderr)
+            assert.deepStrictEqual(tableRow(teamMembers.stdout, member.user.id).slice(0, 5), row)
             const granted = yield* run("teams", "grant", team.id, "viewer", "-w", ws)
             assert.strictEqual(granted.exitCode, 0, granted.stderr)
             assert.include(granted.stdout, `${team.id}  viewer  organization`)

@@ -48,3 +48,10 @@ export const printed = <const F extends Schema.Struct.Fields>(
 /** What `cpctl --json` printed (a resource or an array), checked against the wire form of `schema`. */
 export const printedAs = <S extends Schema.Top>(run: { readonly stdout: string }, schema: S): S["Encoded"] =>
   wire(schema, JSON.parse(run.stdout), run.stdout)
+
+/** The cells (split where two or more spaces pad them) of the table line `cpctl` printed starting with `first`. */
+export const tableRow = (stdout: string, first: string): ReadonlyArray<string> => {
+  const line = stdout.split("\n").find((candidate) => candidate.startsWith(`${first} `))
+  if (line === undefined) throw new Error(`no table line starts with ${first}:\n${stdout}`)
+  return line.split(/ {2,}/)
+}

@@ -8,8 +8,16 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 
-/** An active membership of `orgId` for the user, with `role` at workspace scope unless `role` is null. */
-export const seedMember = (orgId: string, userId: string, role: string | null) =>
+/**
+ * An active membership of `orgId` for the user (or, with `subjectType`, a service principal), with `role` at workspace
+ * scope unless `role` is null.
+ */
+export const seedMember = (
+  orgId: string,
+  userId: string,
+  role: string | null,
+  subjectType: "user" | "service_principal" = "user"
+) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const now = new Date()
@@ -17,13 +25,13 @@ export const seedMember = (orgId: string, userId: string, role: string | null) =
       sql.insert({
         id: newId("mem_", now.getTime()),
         orgId,
-        subjectType: "user",
+        subjectType,
         subjectId: userId,
         status: "active",
         joinedAt: now
       })
     }`
-    if (role !== null) yield* seedBinding(orgId, "user", userId, role)
+    if (role !== null) yield* seedBinding(orgId, subjectType, userId, role)
   }).pipe(Effect.orDie)
 
 /** A role binding on `orgId` (a project one when `projectId` is given). */

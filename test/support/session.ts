@@ -2,7 +2,7 @@
  * Signs a fresh user in over real HTTP: login start → the code from the dev outbox → login complete. The first
  * sign-in of an address creates the user and its `Personal` workspace.
  */
-import { LoginChallenge, LoginResult, Organization, OutboxMessage, Project } from "@cp/domain"
+import { CreatedApiKey, LoginChallenge, LoginResult, Organization, OutboxMessage, Project, User } from "@cp/domain"
 import { Effect, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { dataOf, ok } from "./envelope.ts"
@@ -70,4 +70,18 @@ export const createProject = (baseUrl: string, token: string, orgRef: string) =>
       body: { name: `P ${randomUUID().slice(0, 8)}` }
     }),
     (res) => ok(res, { project: Project }).project.id
+  )
+
+/** Sets the signed-in user's display name over HTTP: the updated user. */
+export const setDisplayName = (baseUrl: string, token: string, displayName: string) =>
+  Effect.map(
+    call(baseUrl, "PATCH", "/v1/auth/profile", { token, body: { displayName } }),
+    (res) => ok(res, { user: User }).user
+  )
+
+/** A new workspace-wide API key labelled `label` in `orgRef`, created over HTTP by `token` (its service principal). */
+export const createApiKey = (baseUrl: string, token: string, orgRef: string, label: string, role = "viewer") =>
+  Effect.map(
+    call(baseUrl, "POST", `/v1/organizations/${orgRef}/api-keys`, { token, body: { label, role } }),
+    (res) => ok(res, { apiKey: CreatedApiKey }).apiKey
   )

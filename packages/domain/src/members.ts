@@ -31,13 +31,28 @@ export const MemberRole = Schema.Struct({
   scopeKind: Schema.Literals(["account", "organization", "project"])
 })
 
+/**
+ * Who a subject is, for people reading a list of members (beyond the spec's fields; see docs/decisions.md): read with
+ * the member in the same query, from the user's profile or the service principal.
+ */
+export const SubjectProfile = {
+  email: Schema.NullOr(Schema.String).annotate({
+    description: "The user's email address; null for a service principal or a subject no longer known"
+  }),
+  displayName: Schema.NullOr(Schema.String).annotate({
+    description: "The user's display name (null when they set none) or the service principal's (`API Key: <label>`); " +
+      "null for a subject no longer known"
+  })
+}
+
 export const Member = Schema.Struct({
   id: MemberId,
   subjectType: MemberSubjectType,
   subjectId: Schema.String,
   status: Schema.String,
   joinedAt: Timestamp,
-  roles: Schema.Array(MemberRole)
+  roles: Schema.Array(MemberRole),
+  ...SubjectProfile
 })
 export type Member = typeof Member.Type
 

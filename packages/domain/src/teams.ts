@@ -7,6 +7,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Role, ScopeKind } from "./access.ts"
 import { Conflict, Forbidden, NotFound } from "./errors.ts"
 import { ProjectId, TeamId } from "./ids.ts"
+import { SubjectProfile } from "./members.ts"
 import { describedText, doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Text } from "./text.ts"
@@ -33,7 +34,8 @@ export const TeamMember = Schema.Struct({
   subjectId: Schema.String,
   subjectType: TeamSubjectType,
   status: Schema.Literals(["active"]),
-  createdAt: Timestamp
+  createdAt: Timestamp,
+  ...SubjectProfile
 })
 export type TeamMember = typeof TeamMember.Type
 

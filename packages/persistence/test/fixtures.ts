@@ -3,9 +3,10 @@
  * (`newId`) and the workspace, member and role-binding rows most suites start from.
  */
 import type { Role } from "@cp/domain/access"
-import { IdPrefix, MemberId, OrgId, UserId, WorkspaceRef } from "@cp/domain/ids"
+import { ApiKeyId, IdPrefix, MemberId, OrgId, ServicePrincipalId, UserId, WorkspaceRef } from "@cp/domain/ids"
 import { Schema } from "effect"
-import { randomUUID } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
+import type { ApiKeyRow } from "../src/apiKeys/ApiKeysRepo.ts"
 import type { MemberRow } from "../src/members/rows.ts"
 import type { OrganizationRow, RoleBindingRow } from "../src/workspaces/rows.ts"
 
@@ -76,3 +77,24 @@ export const bindingRow = (
   createdAt: at(0),
   ...overrides
 })
+
+/** A workspace's live API key (label `deploy`, role viewer) with its service principal, created at `minutes`. */
+export const apiKeyRow = (org: OrganizationRow, minutes: number, overrides: Partial<ApiKeyRow> = {}): ApiKeyRow => {
+  const secret = `sk_${randomUUID().replaceAll("-", "")}${randomUUID().replaceAll("-", "")}`
+  return {
+    id: Schema.decodeSync(ApiKeyId)(randomUUID()),
+    orgId: org.id,
+    servicePrincipalId: newId(ServicePrincipalId, IdPrefix.servicePrincipal),
+    servicePrincipalName: "API Key: deploy",
+    label: "deploy",
+    prefix: secret.slice(0, 12),
+    secretHash: createHash("sha256").update(secret).digest("hex"),
+    role: "viewer",
+    projectId: null,
+    createdAt: at(minutes),
+    expiresAt: null,
+    lastUsedAt: null,
+    revokedAt: null,
+    ...overrides
+  }
+}

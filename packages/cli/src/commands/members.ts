@@ -11,9 +11,12 @@ import { type Columns, printList, printResult, renderTable } from "../output.ts"
 
 export { workspaceFlag }
 
+/** Who each member is (email and name, `-` where there is none) beside the ids a command takes. */
 export const memberColumns: Columns<Member> = {
   id: (member) => member.id,
   subject: (member) => member.subjectId,
+  email: (member) => member.email,
+  name: (member) => member.displayName,
   type: (member) => member.subjectType,
   roles: (member) =>
     member.roles.map(({ role, scopeKind }) => scopeKind === "organization" ? role : `${role}@${scopeKind}`).join(",") ||

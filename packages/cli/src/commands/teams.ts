@@ -44,8 +44,11 @@ const teamColumns: Columns<Team> = {
   created: (team) => team.createdAt
 }
 
+/** Who each member is (email and name, `-` where there is none) beside the subject id the commands take. */
 const memberColumns: Columns<TeamMember> = {
   subject: (member) => member.subjectId,
+  email: (member) => member.email,
+  name: (member) => member.displayName,
   type: (member) => member.subjectType,
   status: (member) => member.status,
   added: (member) => member.createdAt

@@ -8,6 +8,7 @@ import { type UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
 import { idPosition, keysetQuery, pageFields, windowOf } from "../keyset.ts"
 import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTable.ts"
 import { storedFields } from "../stored.ts"
+import { SubjectTables } from "../subjects.ts"
 
 /**
  * A row of `api_keys` joined with its row of `service_principals`: the API's key, its principal flattened
@@ -66,34 +67,37 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
   /** Sets `lastUsedAt` to `now` only when it is unset or older than `staleBefore`; true when it wrote. */
   readonly touchLastUsed: (use: ApiKeyUse) => Effect.Effect<boolean>
 }>()("@cp/persistence/apiKeys/ApiKeysRepo") {
-  /** Keys in a Map, for fast deterministic tests. */
-  static readonly memory = Layer.sync(ApiKeysRepo, () => {
-    const keys = new Map<ApiKeyId, ApiKeyRow>()
-    return ApiKeysRepo.of({
-      insert: (key) => insertUnique(keys, key.id, key, uniques),
-      findById: ({ orgId, id }) =>
-        Effect.sync(() => Option.filter(Option.fromUndefinedOr(keys.get(id)), (key) => key.orgId === orgId)),
-      findBySecretHash: (secretHash) =>
-        Effect.sync(() =>
-          Option.fromUndefinedOr(Array.from(keys.values()).find((key) => key.secretHash === secretHash))
-        ),
-      list: (page) =>
-        Effect.sync(() => {
-          const rows = Array.from(keys.values()).filter((key) =>
-            key.orgId === page.orgId && (page.projectId === undefined || key.projectId === page.projectId)
-          )
-          return windowOf(rows, idPosition, page)
-        }),
-      revoke: ({ id, now }) =>
-        updateRow(keys, id, (key) => key.revokedAt === null ? Option.some({ ...key, revokedAt: now }) : Option.none())
-          .pipe(Effect.map(Option.isSome)),
-      touchLastUsed: ({ id, now, staleBefore }) =>
-        updateRow(keys, id, (key) =>
-          key.lastUsedAt === null || key.lastUsedAt < staleBefore
-            ? Option.some({ ...key, lastUsedAt: now })
-            : Option.none()).pipe(Effect.map(Option.isSome))
+  /** Keys in the shared subject tables (members and teams read their principals), for fast deterministic tests. */
+  static readonly memory = Layer.effect(
+    ApiKeysRepo,
+    Effect.gen(function*() {
+      const { apiKeys: keys } = yield* SubjectTables
+      return ApiKeysRepo.of({
+        insert: (key) => insertUnique(keys, key.id, key, uniques),
+        findById: ({ orgId, id }) =>
+          Effect.sync(() => Option.filter(Option.fromUndefinedOr(keys.get(id)), (key) => key.orgId === orgId)),
+        findBySecretHash: (secretHash) =>
+          Effect.sync(() =>
+            Option.fromUndefinedOr(Array.from(keys.values()).find((key) => key.secretHash === secretHash))
+          ),
+        list: (page) =>
+          Effect.sync(() => {
+            const rows = Array.from(keys.values()).filter((key) =>
+              key.orgId === page.orgId && (page.projectId === undefined || key.projectId === page.projectId)
+            )
+            return windowOf(rows, idPosition, page)
+          }),
+        revoke: ({ id, now }) =>
+          updateRow(keys, id, (key) => key.revokedAt === null ? Option.some({ ...key, revokedAt: now }) : Option.none())
+            .pipe(Effect.map(Option.isSome)),
+        touchLastUsed: ({ id, now, staleBefore }) =>
+          updateRow(keys, id, (key) =>
+            key.lastUsedAt === null || key.lastUsedAt < staleBefore
+              ? Option.some({ ...key, lastUsedAt: now })
+              : Option.none()).pipe(Effect.map(Option.isSome))
+      })
     })
-  })
+  ).pipe(Layer.provide(SubjectTables.layer))
 
   /** Keys in `api_keys`, their principals in `service_principals`. */
   static readonly sql = Layer.effect(

@@ -8,6 +8,7 @@ import { insertUnique, primaryKey, type UniqueKey, updateRow } from "../memoryTa
 import { userByEmailSql } from "../signInStatements.ts"
 import { storedFields } from "../stored.ts"
 import { insertRow } from "../stored.ts"
+import { SubjectTables } from "../subjects.ts"
 
 /** A row of `users`: the API's profile (the email trimmed and lower-cased by the caller; unique) and sign-in state. */
 export const UserRow = Schema.Struct({
@@ -43,21 +44,24 @@ export class UsersRepo extends Context.Service<UsersRepo, {
   /** Applies the present fields and stamps `updatedAt`; the user must exist (callers hold its session). */
   readonly update: (update: UserUpdate) => Effect.Effect<UserRow>
 }>()("@cp/persistence/identity/UsersRepo") {
-  /** Users in a Map, for fast deterministic tests. */
-  static readonly memory = Layer.sync(UsersRepo, () => {
-    const users = new Map<UserId, UserRow>()
-    return UsersRepo.of({
-      findById: (id) => Effect.sync(() => Option.fromUndefinedOr(users.get(id))),
-      findByEmail: (email) =>
-        Effect.sync(() => Option.fromUndefinedOr(Array.from(users.values()).find((user) => user.email === email))),
-      insert: (user) => insertUnique(users, user.id, user, uniques),
-      update: ({ id, ...fields }) =>
-        updateRow(users, id, (current) => Option.some({ ...current, ...fields })).pipe(
-          Effect.flatMap(Effect.fromOption),
-          Effect.orDie
-        )
+  /** Users in the shared subject tables, for fast deterministic tests. */
+  static readonly memory = Layer.effect(
+    UsersRepo,
+    Effect.gen(function*() {
+      const { users } = yield* SubjectTables
+      return UsersRepo.of({
+        findById: (id) => Effect.sync(() => Option.fromUndefinedOr(users.get(id))),
+        findByEmail: (email) =>
+          Effect.sync(() => Option.fromUndefinedOr(Array.from(users.values()).find((user) => user.email === email))),
+        insert: (user) => insertUnique(users, user.id, user, uniques),
+        update: ({ id, ...fields }) =>
+          updateRow(users, id, (current) => Option.some({ ...current, ...fields })).pipe(
+            Effect.flatMap(Effect.fromOption),
+            Effect.orDie
+          )
+      })
     })
-  })
+  ).pipe(Layer.provide(SubjectTables.layer))
 
   /** Users in the `users` table. */
   static readonly sql = Layer.effect(

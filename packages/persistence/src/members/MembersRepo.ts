@@ -7,9 +7,10 @@ import { createdNewestFirst, keysetQuery, newestFirst, type PagePosition, window
 import { atomically } from "../Memory.ts"
 import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { insertRow } from "../stored.ts"
+import { SubjectTables, withProfile, withSubjectProfile } from "../subjects.ts"
 import { WorkspaceTables } from "../workspaces/MemoryTables.ts"
 import { OrganizationRow, Subject, SubjectInOrg } from "../workspaces/rows.ts"
-import { MemberKey, MemberRow, MembersPage } from "./rows.ts"
+import { MemberKey, MemberListing, MemberRow, MembersPage } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of adding a subject to a workspace it already belongs to. */
 export const membersSubjectConstraint = "members_org_subject_key"
@@ -36,10 +37,10 @@ export class MembersRepo extends Context.Service<MembersRepo, {
   readonly listByOrg: (orgId: OrgId) => Effect.Effect<ReadonlyArray<MemberRow>>
   /** The workspaces the subject is an active member of, newest first (createdAt desc, id desc). */
   readonly listOrgsForSubject: (subject: Subject) => Effect.Effect<ReadonlyArray<OrganizationRow>>
-  /** The member with this id in this workspace (a member of another workspace is None). */
-  readonly findById: (key: MemberKey) => Effect.Effect<Option.Option<MemberRow>>
-  /** Up to `limit` of the workspace's members strictly after `after`, newest first (joinedAt desc, id desc). */
-  readonly listPage: (page: MembersPage) => Effect.Effect<ReadonlyArray<MemberRow>>
+  /** The member with this id in this workspace, with its subject's profile (another workspace's member is None). */
+  readonly findById: (key: MemberKey) => Effect.Effect<Option.Option<MemberListing>>
+  /** Up to `limit` of the workspace's members strictly after `after`, newest first, with their subjects' profiles. */
+  readonly listPage: (page: MembersPage) => Effect.Effect<ReadonlyArray<MemberListing>>
   /** Deletes the membership; false when it was already gone. */
   readonly remove: (key: MemberKey) => Effect.Effect<boolean>
 }>()("@cp/persistence/members/MembersRepo") {
@@ -48,6 +49,7 @@ export class MembersRepo extends Context.Service<MembersRepo, {
     MembersRepo,
     Effect.gen(function*() {
       const { members, organizations } = yield* WorkspaceTables
+      const subjects = yield* SubjectTables
       const where = (predicate: (member: MemberRow) => boolean) => Array.from(members.values()).filter(predicate)
       const memberIn = ({ orgId, id }: MemberKey) =>
         Option.filter(Option.fromUndefinedOr(members.get(id)), (member) => member.orgId === orgId)
@@ -73,9 +75,12 @@ export class MembersRepo extends Context.Service<MembersRepo, {
               .flatMap((member) => Option.toArray(Option.fromUndefinedOr(organizations.get(member.orgId))))
               .sort(createdNewestFirst)
           ),
-        findById: (key) => Effect.sync(() => memberIn(key)),
+        findById: (key) => Effect.sync(() => Option.map(memberIn(key), (member) => withProfile(subjects, member))),
         listPage: (page) =>
-          Effect.sync(() => windowOf(where((member) => member.orgId === page.orgId), memberPosition, page)),
+          Effect.sync(() =>
+            windowOf(where((member) => member.orgId === page.orgId), memberPosition, page)
+              .map((member) => withProfile(subjects, member))
+          ),
         remove: (key) =>
           atomically((changes) => {
             if (Option.isNone(memberIn(key))) return Effect.succeed(false)
@@ -84,13 +89,14 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           })
       })
     })
-  ).pipe(Layer.provide(WorkspaceTables.layer))
+  ).pipe(Layer.provide(WorkspaceTables.layer), Layer.provide(SubjectTables.layer))
 
   /** Members in the `members` table. */
   static readonly sql = Layer.effect(
     MembersRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const listings = withSubjectProfile(sql, sql`members`)
       return MembersRepo.of({
         insert: insertRow(sql, "members", MemberRow),
         find: flow(
@@ -127,17 +133,17 @@ export class MembersRepo extends Context.Service<MembersRepo, {
         findById: flow(
           SqlSchema.findOneOption({
             Request: MemberKey,
-            Result: MemberRow,
-            execute: ({ orgId, id }) => sql`select * from members where id = ${id} and org_id = ${orgId}`
+            Result: MemberListing,
+            execute: ({ orgId, id }) => sql`${listings} where s.id = ${id} and s.org_id = ${orgId}`
           }),
           Effect.orDie
         ),
         listPage: flow(
           SqlSchema.findAll({
             Request: MembersPage,
-            Result: MemberRow,
+            Result: MemberListing,
             execute: ({ orgId, ...window }) =>
-              keysetQuery(sql, sql`select * from members`, [sql`org_id = ${orgId}`], window, { at: "joined_at" })
+              keysetQuery(sql, listings, [sql`s.org_id = ${orgId}`], window, { at: "s.joined_at", key: "s.id" })
           }),
           Effect.orDie
         ),

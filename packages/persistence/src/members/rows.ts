@@ -4,6 +4,7 @@ import { Invitation, Member } from "@cp/domain/members"
 import { Schema, Struct } from "effect"
 import { pageFields } from "../keyset.ts"
 import { storedFields } from "../stored.ts"
+import { SubjectProfile } from "../subjects.ts"
 
 /** The only member status any flow sets today; reads filter on `active`, so a new status needs no query change. */
 export const MemberStatus = Schema.Literals(["active"])
@@ -11,11 +12,15 @@ export type MemberStatus = typeof MemberStatus.Type
 
 /** A row of `members`: a subject's membership of one workspace (its roles are its role bindings). */
 export const MemberRow = Schema.Struct({
-  ...storedFields(Struct.omit(Member.fields, ["roles"])),
+  ...storedFields(Struct.omit(Member.fields, ["roles", "email", "displayName"])),
   orgId: OrgId,
   status: MemberStatus
 })
 export type MemberRow = typeof MemberRow.Type
+
+/** A membership as lists and lookups read it: with its subject's profile, joined in the same statement. */
+export const MemberListing = Schema.Struct({ ...MemberRow.fields, ...SubjectProfile.fields })
+export type MemberListing = typeof MemberListing.Type
 
 /** One member of one workspace (a member of another workspace is not found). */
 export const MemberKey = Schema.Struct({ orgId: OrgId, id: MemberId })

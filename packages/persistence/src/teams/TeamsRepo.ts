@@ -20,12 +20,14 @@ import {
 import { atomically } from "../Memory.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { insertRow } from "../stored.ts"
+import { SubjectTables, withProfile, withSubjectProfile } from "../subjects.ts"
 import {
   TeamGrantRow,
   TeamGrantsPage,
   TeamGrantTuple,
   TeamKey,
   TeamMemberKey,
+  TeamMemberListing,
   TeamMemberRow,
   TeamMembersPage,
   TeamRow,
@@ -76,10 +78,16 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
   readonly update: (change: TeamUpdate) => Effect.Effect<Option.Option<TeamRow>, UniqueViolation>
   /** Deletes the team with its members and grants; the deleted row, or None when it was not there. */
   readonly delete: (key: TeamKey) => Effect.Effect<Option.Option<TeamRow>>
-  /** `UniqueViolation` on `team_members_pkey` when the subject is already a member of the team. */
-  readonly insertMember: (member: TeamMemberRow) => Effect.Effect<void, UniqueViolation>
-  /** Up to `limit` of the team's members strictly after `after`, newest first (createdAt desc, subjectId desc). */
-  readonly listMembers: (page: TeamMembersPage) => Effect.Effect<ReadonlyArray<TeamMemberRow>>
+  /**
+   * Adds the member and answers it with its subject's profile; `UniqueViolation` on `team_members_pkey` when the
+   * subject is already a member of the team.
+   */
+  readonly insertMember: (member: TeamMemberRow) => Effect.Effect<TeamMemberListing, UniqueViolation>
+  /**
+   * Up to `limit` of the team's members strictly after `after`, newest first (createdAt desc, subjectId desc), with
+   * their subjects' profiles.
+   */
+  readonly listMembers: (page: TeamMembersPage) => Effect.Effect<ReadonlyArray<TeamMemberListing>>
   /** Removes the subject from the team; the removed row, or None when it was not a member. */
   readonly deleteMember: (key: TeamMemberKey) => Effect.Effect<Option.Option<TeamMemberRow>>
   /** `UniqueViolation` on `team_role_grants_grant_key` when the team already holds that role on that scope. */
@@ -96,6 +104,7 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
     TeamsRepo,
     Effect.gen(function*() {
       const { grants, members, teams } = yield* TeamTables
+      const subjects = yield* SubjectTables
       const teamIn = ({ orgId, teamId }: TeamKey) =>
         Option.filter(Option.fromUndefinedOr(teams.get(teamId)), (team) => team.orgId === orgId)
       /** Deletes the row under `key` and answers it, like `delete … returning *`. */
@@ -145,14 +154,17 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
             }
             return Effect.succeed(current)
           }),
-        insertMember: (member) => insertUnique(members, memberKey(member), member, memberUniques),
+        insertMember: (member) =>
+          insertUnique(members, memberKey(member), member, memberUniques).pipe(
+            Effect.map(() => withProfile(subjects, member))
+          ),
         listMembers: (page) =>
           Effect.sync(() =>
             windowOf(
               Array.from(members.values()).filter((member) => member.teamId === page.teamId),
               teamMemberPosition,
               page
-            )
+            ).map((member) => withProfile(subjects, member))
           ),
         deleteMember: (key) => deleteFrom(members, memberKey(key)),
         insertGrant: (grant) => insertUnique(grants, grantKey(grant), grant, grantUniques),
@@ -172,7 +184,7 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
           })
       })
     })
-  ).pipe(Layer.provide(TeamTables.layer))
+  ).pipe(Layer.provide(TeamTables.layer), Layer.provide(SubjectTables.layer))
 
   /** Teams in the `teams`, `team_members` and `team_role_grants` tables. */
   static readonly sql = Layer.effect(
@@ -241,14 +253,27 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
           }),
           Effect.orDie
         ),
-        insertMember: insertRow(sql, "team_members", TeamMemberRow),
+        // One statement inserts the row and reads it back with its subject's profile.
+        insertMember: flow(
+          SqlSchema.findOne({
+            Request: TeamMemberRow,
+            Result: TeamMemberListing,
+            execute: (member) =>
+              sql`
+                with inserted as (insert into team_members ${sql.insert(member)} returning *)
+                ${withSubjectProfile(sql, sql`inserted`)}`
+          }),
+          Effect.catchTag("NoSuchElementError", Effect.die),
+          uniqueViolationOrDie
+        ),
         listMembers: flow(
           SqlSchema.findAll({
             Request: TeamMembersPage,
-            Result: TeamMemberRow,
+            Result: TeamMemberListing,
             execute: ({ teamId, ...window }) =>
-              keysetQuery(sql, sql`select * from team_members`, [sql`team_id = ${teamId}`], window, {
-                key: "subject_id"
+              keysetQuery(sql, withSubjectProfile(sql, sql`team_members`), [sql`s.team_id = ${teamId}`], window, {
+                at: "s.created_at",
+                key: "s.subject_id"
               })
           }),
           Effect.orDie

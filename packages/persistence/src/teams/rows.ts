@@ -4,14 +4,22 @@ import { Team, TeamMember, TeamRoleGrant } from "@cp/domain/teams"
 import { Schema, Struct } from "effect"
 import { pageFields } from "../keyset.ts"
 import { storedFields } from "../stored.ts"
+import { SubjectProfile } from "../subjects.ts"
 
 /** A row of `teams`; its slug is unique within its workspace. Deleting a team removes its row (status `active`). */
 export const TeamRow = Schema.Struct({ ...storedFields(Team.fields), orgId: OrgId, updatedAt: Schema.Date })
 export type TeamRow = typeof TeamRow.Type
 
 /** A row of `team_members`: a subject belongs to a team at most once. */
-export const TeamMemberRow = Schema.Struct({ teamId: TeamId, ...storedFields(TeamMember.fields) })
+export const TeamMemberRow = Schema.Struct({
+  teamId: TeamId,
+  ...storedFields(Struct.omit(TeamMember.fields, ["email", "displayName"]))
+})
 export type TeamMemberRow = typeof TeamMemberRow.Type
+
+/** A team membership as the repository answers it: with its subject's profile, joined in the same statement. */
+export const TeamMemberListing = Schema.Struct({ ...TeamMemberRow.fields, ...SubjectProfile.fields })
+export type TeamMemberListing = typeof TeamMemberListing.Type
 
 /** A row of `team_role_grants`: one role a team holds, named by (team, role, scope kind, scope ref). */
 export const TeamGrantRow = Schema.Struct({

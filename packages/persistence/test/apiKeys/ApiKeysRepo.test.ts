@@ -1,36 +1,16 @@
-import { ApiKeyId, IdPrefix, ProjectId, ServicePrincipalId } from "@cp/domain/ids"
+import { ApiKeyId, IdPrefix, ProjectId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option, Schema } from "effect"
-import { createHash, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import { type ApiKeyRow, ApiKeysRepo } from "../../src/apiKeys/ApiKeysRepo.ts"
 import { UniqueViolation } from "../../src/errors.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import type { OrganizationRow } from "../../src/workspaces/rows.ts"
-import { accountRootRow, at, newId } from "../fixtures.ts"
+import { accountRootRow, apiKeyRow as keyRow, at, newId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
 const orgRow = (): OrganizationRow => accountRootRow("Keys")
-
-const keyRow = (org: OrganizationRow, minutes: number, overrides: Partial<ApiKeyRow> = {}): ApiKeyRow => {
-  const secret = `sk_${randomUUID().replaceAll("-", "")}${randomUUID().replaceAll("-", "")}`
-  return {
-    id: Schema.decodeSync(ApiKeyId)(randomUUID()),
-    orgId: org.id,
-    servicePrincipalId: newId(ServicePrincipalId, IdPrefix.servicePrincipal),
-    servicePrincipalName: "API Key: deploy",
-    label: "deploy",
-    prefix: secret.slice(0, 12),
-    secretHash: createHash("sha256").update(secret).digest("hex"),
-    role: "viewer",
-    projectId: null,
-    createdAt: at(minutes),
-    expiresAt: null,
-    lastUsedAt: null,
-    revokedAt: null,
-    ...overrides
-  }
-}
 
 const projectKey = (org: OrganizationRow, minutes: number, projectId: ProjectId) =>
   keyRow(org, minutes, { role: "project_viewer", projectId })

@@ -7,6 +7,7 @@ import { IdPrefix, InvitationId, OrgId, ProjectId, UserId } from "@cp/domain/ids
 import { assert } from "@effect/vitest"
 import { Data, Deferred, Effect, Fiber, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
+import { ApiKeysRepo } from "../../src/apiKeys/ApiKeysRepo.ts"
 import { UniqueViolation } from "../../src/errors.ts"
 import { UsersRepo } from "../../src/identity/UsersRepo.ts"
 import type { PagePosition } from "../../src/keyset.ts"
@@ -17,7 +18,7 @@ import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
 import type { OrganizationRow } from "../../src/workspaces/rows.ts"
-import { accountRootRow, at, bindingRow, memberRow, newId } from "../fixtures.ts"
+import { accountRootRow, apiKeyRow, at, bindingRow, memberRow, newId } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
 const DAY_MINUTES = 24 * 60
@@ -46,13 +47,16 @@ const invitationRow = (
   ...overrides
 })
 
-/** A stored user (invitations reference their inviter and acceptor). */
-const newUser = Effect.fnUntraced(function*() {
+/** The email `newUser` gives a user. */
+const emailOf = (id: string) => `${id}@example.test`
+
+/** A stored user (invitations reference their inviter and acceptor), with `emailOf(id)` as its email. */
+const newUser = Effect.fnUntraced(function*(displayName: string | null = null) {
   const id = newId(UserId, IdPrefix.user)
   yield* (yield* UsersRepo).insert({
     id,
-    email: freshEmail(),
-    displayName: null,
+    email: emailOf(id),
+    displayName,
     lastOrgSlug: null,
     emailVerified: true,
     createdAt: at(0),
@@ -79,9 +83,17 @@ const repositories = {
     OrganizationsRepo.memory,
     MembersRepo.memory,
     RoleBindingsRepo.memory,
-    UsersRepo.memory
+    UsersRepo.memory,
+    ApiKeysRepo.memory
   ),
-  sql: Layer.mergeAll(InvitationsRepo.sql, OrganizationsRepo.sql, MembersRepo.sql, RoleBindingsRepo.sql, UsersRepo.sql)
+  sql: Layer.mergeAll(
+    InvitationsRepo.sql,
+    OrganizationsRepo.sql,
+    MembersRepo.sql,
+    RoleBindingsRepo.sql,
+    UsersRepo.sql,
+    ApiKeysRepo.sql
+  )
 }
 
 const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id)
@@ -300,7 +312,10 @@ describeContract("MembersRepo (members and invitations)", repositories, (it) => 
       const [org, other] = [yield* newOrg(), yield* newOrg()]
       const member = memberRow(org, yield* newUser(), 1)
       yield* repo.insert(member)
-      assert.deepStrictEqual(yield* repo.findById({ orgId: org.id, id: member.id }), Option.some(member))
+      assert.deepStrictEqual(
+        yield* repo.findById({ orgId: org.id, id: member.id }),
+        Option.some({ ...member, email: emailOf(member.subjectId), displayName: null })
+      )
       assert.isTrue(Option.isNone(yield* repo.findById({ orgId: other.id, id: member.id })))
       assert.isFalse(yield* repo.remove({ orgId: other.id, id: member.id }), "not from another workspace")
       assert.isTrue(yield* repo.remove({ orgId: org.id, id: member.id }))
@@ -308,6 +323,31 @@ describeContract("MembersRepo (members and invitations)", repositories, (it) => 
       assert.isTrue(Option.isNone(yield* repo.findById({ orgId: org.id, id: member.id })))
       // The subject may join again.
       yield* repo.insert(memberRow(org, member.subjectId, 2))
+    }))
+
+  it.effect("findById and listPage read each subject's email and display name: a user's, a key's principal's", () =>
+    Effect.gen(function*() {
+      const repo = yield* MembersRepo
+      const org = yield* newOrg()
+      const ada = yield* newUser("Ada")
+      const key = apiKeyRow(org, 0)
+      yield* (yield* ApiKeysRepo).insert(key)
+      const user = memberRow(org, ada, 1)
+      const principal = memberRow(org, key.servicePrincipalId, 2, { subjectType: "service_principal" })
+      const unknown = memberRow(org, newId(UserId, IdPrefix.user), 3)
+      yield* Effect.forEach([user, principal, unknown], repo.insert, { discard: true })
+      const profiles = (yield* repo.listPage({ orgId: org.id, limit: 10 })).map(({ id, email, displayName }) => ({
+        id,
+        email,
+        displayName
+      }))
+      assert.deepStrictEqual(profiles, [
+        { id: unknown.id, email: null, displayName: null },
+        { id: principal.id, email: null, displayName: "API Key: deploy" },
+        { id: user.id, email: emailOf(ada), displayName: "Ada" }
+      ])
+      const found = Option.getOrThrow(yield* repo.findById({ orgId: org.id, id: principal.id }))
+      assert.deepStrictEqual([found.email, found.displayName], [null, "API Key: deploy"])
     }))
 
   it.effect("listPage walks a workspace's members newest first by keyset", () =>
@@ -323,7 +363,11 @@ describeContract("MembersRepo (members and invitations)", repositories, (it) => 
       ]
       yield* Effect.forEach([...rows, memberRow(other, yield* newUser(), 4)], repo.insert, { discard: true })
       const expected = newestFirst(rows.map((row) => ({ ...row, createdAt: row.joinedAt })))
-        .map(({ createdAt: _, ...row }) => row)
+        .map(({ createdAt: _, ...row }) => ({
+          ...row,
+          email: row.subjectType === "user" ? emailOf(row.subjectId) : null,
+          displayName: null
+        }))
       assert.deepStrictEqual(yield* repo.listPage({ orgId: org.id, limit: 10 }), expected)
       const first = yield* repo.listPage({ orgId: org.id, limit: 3 })
       assert.deepStrictEqual(first, expected.slice(0, 3))

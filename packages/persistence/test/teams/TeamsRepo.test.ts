@@ -3,7 +3,9 @@ import { IdPrefix, ProjectId, ServicePrincipalId, TeamId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
+import { ApiKeysRepo } from "../../src/apiKeys/ApiKeysRepo.ts"
 import { UniqueViolation } from "../../src/errors.ts"
+import { UsersRepo } from "../../src/identity/UsersRepo.ts"
 import { MembersRepo } from "../../src/members/MembersRepo.ts"
 import type { TeamGrantRow, TeamMemberRow, TeamRow } from "../../src/teams/rows.ts"
 import { TeamsRepo } from "../../src/teams/TeamsRepo.ts"
@@ -11,7 +13,15 @@ import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { RoleBindingsRepo } from "../../src/workspaces/RoleBindingsRepo.ts"
 import type { OrganizationRow, RoleBindingRow, SubjectType } from "../../src/workspaces/rows.ts"
-import { accountRootRow, at, bindingRow as workspaceBindingRow, memberRow, newId, newUserId } from "../fixtures.ts"
+import {
+  accountRootRow,
+  apiKeyRow,
+  at,
+  bindingRow as workspaceBindingRow,
+  memberRow,
+  newId,
+  newUserId
+} from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
 const newTeamId = () => newId(TeamId, IdPrefix.team)
@@ -63,8 +73,22 @@ const joinWorkspace = (org: OrganizationRow, subjectId: string) =>
 
 /** The teams tables join the workspaces tables (the edge's lookup reads both), so the suites run them together. */
 const repositories = {
-  memory: Layer.mergeAll(OrganizationsRepo.memory, MembersRepo.memory, RoleBindingsRepo.memory, TeamsRepo.memory),
-  sql: Layer.mergeAll(OrganizationsRepo.sql, MembersRepo.sql, RoleBindingsRepo.sql, TeamsRepo.sql)
+  memory: Layer.mergeAll(
+    OrganizationsRepo.memory,
+    MembersRepo.memory,
+    RoleBindingsRepo.memory,
+    TeamsRepo.memory,
+    UsersRepo.memory,
+    ApiKeysRepo.memory
+  ),
+  sql: Layer.mergeAll(
+    OrganizationsRepo.sql,
+    MembersRepo.sql,
+    RoleBindingsRepo.sql,
+    TeamsRepo.sql,
+    UsersRepo.sql,
+    ApiKeysRepo.sql
+  )
 }
 
 const insertOrgs = (rows: ReadonlyArray<OrganizationRow>) =>
@@ -245,13 +269,45 @@ describeContract("TeamsRepo members and grants", repositories, (it) => {
     Effect.gen(function*() {
       const repo = yield* TeamsRepo
       const { team, members } = yield* teamWithMembers
+      // No user or key rows behind these subjects: their profiles read as unknown.
       const expected = [...members].sort(byNewest((member) => member.subjectId))
+        .map((member) => ({ ...member, email: null, displayName: null }))
       assert.deepStrictEqual(yield* repo.listMembers({ teamId: team.id, limit: 10 }), expected)
       const first = expected[0]!
       assert.deepStrictEqual(
         yield* repo.listMembers({ teamId: team.id, limit: 10, after: { at: first.createdAt, key: first.subjectId } }),
         expected.slice(1)
       )
+    }))
+
+  it.effect("insertMember and listMembers answer each subject's email and display name", () =>
+    Effect.gen(function*() {
+      const repo = yield* TeamsRepo
+      const org = yield* workspace()
+      const team = teamRow(org, 0)
+      yield* repo.insert(team)
+      const user = newUserId()
+      yield* (yield* UsersRepo).insert({
+        id: user,
+        email: "grace@example.test",
+        displayName: "Grace",
+        lastOrgSlug: null,
+        emailVerified: true,
+        createdAt: at(0),
+        updatedAt: at(0)
+      })
+      const key = apiKeyRow(org, 0)
+      yield* (yield* ApiKeysRepo).insert(key)
+      const asUser = memberOf(team, user, 1)
+      const asPrincipal = memberOf(team, key.servicePrincipalId, 2, "service_principal")
+      const userProfile = { email: "grace@example.test", displayName: "Grace" }
+      const principalProfile = { email: null, displayName: "API Key: deploy" }
+      assert.deepStrictEqual(yield* repo.insertMember(asUser), { ...asUser, ...userProfile })
+      assert.deepStrictEqual(yield* repo.insertMember(asPrincipal), { ...asPrincipal, ...principalProfile })
+      assert.deepStrictEqual(yield* repo.listMembers({ teamId: team.id, limit: 10 }), [
+        { ...asPrincipal, ...principalProfile },
+        { ...asUser, ...userProfile }
+      ])
     }))
 
   it.effect("deleteMember removes exactly that subject of that type once, returning the row", () =>

@@ -19,6 +19,7 @@ import {
   type WorkspaceRole
 } from "@cp/domain"
 import {
+  type MemberListing,
   memberPosition,
   type MemberRow,
   MembersRepo,
@@ -36,8 +37,11 @@ import { holdsRole } from "../platform/rbac.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
 import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
 
-/** The API view of a member: its roles are its role bindings on this workspace, in grant order. */
-export const toMember = (row: MemberRow, bindings: ReadonlyArray<RoleBindingRow>): Member => ({
+/**
+ * The API view of a member: its roles are its role bindings on this workspace, in grant order; its email and display
+ * name were read with it.
+ */
+export const toMember = (row: MemberListing, bindings: ReadonlyArray<RoleBindingRow>): Member => ({
   id: row.id,
   subjectType: row.subjectType,
   subjectId: row.subjectId,
@@ -45,7 +49,9 @@ export const toMember = (row: MemberRow, bindings: ReadonlyArray<RoleBindingRow>
   joinedAt: row.joinedAt,
   roles: bindings
     .filter((binding) => binding.subjectType === row.subjectType && binding.subjectId === row.subjectId)
-    .map((binding) => ({ role: binding.role, scopeKind: binding.scopeKind }))
+    .map((binding) => ({ role: binding.role, scopeKind: binding.scopeKind })),
+  email: row.email,
+  displayName: row.displayName
 })
 
 /** An owner binding that makes its holder an owner of the whole workspace (not a project role). */

@@ -29,6 +29,7 @@ import {
   ProjectsRepo,
   RoleBindingsRepo,
   type TeamGrantRow,
+  type TeamMemberListing,
   teamMemberPosition,
   type TeamMemberRow,
   type TeamRow,
@@ -54,11 +55,13 @@ export const toTeam = (row: TeamRow): Team => ({
   createdAt: row.createdAt
 })
 
-export const toTeamMember = (row: TeamMemberRow): TeamMember => ({
+export const toTeamMember = (row: TeamMemberListing): TeamMember => ({
   subjectId: row.subjectId,
   subjectType: row.subjectType,
   status: row.status,
-  createdAt: row.createdAt
+  createdAt: row.createdAt,
+  email: row.email,
+  displayName: row.displayName
 })
 
 export const toTeamRoleGrant = (row: TeamGrantRow): TeamRoleGrant => ({
@@ -326,7 +329,7 @@ export class TeamsService extends Context.Service<TeamsService, {
               status: "active",
               createdAt: at
             }
-            yield* teams.insertMember(row).pipe(
+            const added = yield* teams.insertMember(row).pipe(
               Effect.catchTag(
                 "UniqueViolation",
                 () =>
@@ -339,7 +342,7 @@ export class TeamsService extends Context.Service<TeamsService, {
               subjectType,
               subjectId: input.subjectId
             }, `${input.subjectId} added to team ${team.name}`)
-            return { member: toTeamMember(row) }
+            return { member: toTeamMember(added) }
           }))
         }),
 

@@ -555,7 +555,15 @@ describe("TeamsService members: who may join", () => {
       const { member, add } = yield* joinable
       yield* TestClock.adjust(5)
       assert.deepStrictEqual(yield* add(member.userId), {
-        member: { subjectId: member.userId, subjectType: "user", status: "active", createdAt: new Date(5) }
+        // No user row was stored for this actor: its profile reads as unknown.
+        member: {
+          subjectId: member.userId,
+          subjectType: "user",
+          status: "active",
+          createdAt: new Date(5),
+          email: null,
+          displayName: null
+        }
       })
       assert.instanceOf(yield* Effect.flip(add(member.userId)), Conflict)
     }).pipe(Effect.provide(TestLayer)))
