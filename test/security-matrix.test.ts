@@ -30,6 +30,7 @@ import {
   RequiredAccess,
   type Requirement,
   rolePermissions,
+  Run,
   Secret,
   Setting,
   Team,
@@ -44,6 +45,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { HttpApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
+import { monotonicFactory } from "ulid"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { ok, type Res, wire } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
@@ -376,11 +378,60 @@ const secretFixtures = (
 
 const none = (): Effect.Effect<Req> => Effect.succeed({})
 
+const nextRunId = monotonicFactory()
+
+/** A fresh run of one job `a` in the workspace's matrix project, made by the creator; with a lease on `a` if asked. */
+const newRun = (ctx: Ctx, leased = false) =>
+  Effect.gen(function*() {
+    const { projectId } = yield* configScopeOf(ctx)
+    const runId = nextRunId()
+    const state = `/projects/${projectId}/state/runs`
+    yield* asCreator(ctx, "POST", state, { run: Run }, { runId, jobs: [{ jobId: "a" }] })
+    if (leased) yield* asCreator(ctx, "POST", `${state}/${runId}/jobs/a:claim`, {}, { runnerId: "matrix" })
+    return { projectId, runId }
+  })
+
+const runFixtures: Record<string, Fixture> = {
+  "runs.create": {
+    request: (ctx) =>
+      Effect.map(configScopeOf(ctx), ({ projectId }) => ({
+        params: { projectId },
+        body: { runId: nextRunId(), jobs: [{ jobId: "a" }] }
+      }))
+  },
+  "runs.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "runs.get": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.jobs": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.runnable": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.frontier": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.log": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.cancel": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params, body: {} })) },
+  "runs.claim": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx), (params) => ({ params: { ...params, jobId: "a" }, body: { runnerId: "m" } }))
+  },
+  "runs.heartbeat": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params: { ...params, jobId: "a" },
+        body: { runnerId: "matrix", leaseEpoch: 1 }
+      }))
+  },
+  "runs.complete": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params: { ...params, jobId: "a" },
+        body: { runnerId: "matrix", leaseEpoch: 1, outcome: "succeeded" }
+      }))
+  }
+}
+
 /**
  * One fixture per route, keyed `<group>.<endpoint>`. A route added to the API without one fails this suite: add its
  * fixture here, a request the route accepts for an allowed caller.
  */
 const fixtures: Readonly<Record<string, Fixture>> = {
+  ...runFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),
   ...secretFixtures("projectSecrets", newProjectScope, (p) => `/projects/${p["projectId"]}`),
   ...secretFixtures(
@@ -563,9 +614,11 @@ const expectedOutcome = (route: Route, column: Column): Outcome => {
 }
 
 const pathOf = (route: Route, orgId: string, req: Req) => {
+  // `:jobId:claim`: a parameter, then a literal custom verb.
   const path = route.path.replace(
-    /:(\w+)/g,
-    (_, name: string) => encodeURIComponent(name === "orgId" ? orgId : req.params?.[name] ?? `missing-${name}`)
+    /:(\w+)(:\w+)?/g,
+    (_, name: string, verb: string | undefined) =>
+      encodeURIComponent(name === "orgId" ? orgId : req.params?.[name] ?? `missing-${name}`) + (verb ?? "")
   )
   const query = new URLSearchParams(req.query ?? {}).toString()
   return query === "" ? path : `${path}?${query}`

@@ -8,6 +8,7 @@ import { IdentityApi, SessionApi } from "./identity.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { ProjectsApi } from "./projects.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
+import { RunsApi } from "./runs.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
@@ -30,6 +31,7 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(SecretsApi)
   .add(ProjectSecretsApi)
   .add(EnvironmentSecretsApi)
+  .add(RunsApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -13,6 +13,7 @@ import projects from "./migrations/0007_projects.ts"
 import entitlements from "./migrations/0008_entitlements.ts"
 import config from "./migrations/0009_config.ts"
 import secrets from "./migrations/0010_secrets.ts"
+import runState from "./migrations/0014_run_state.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -25,7 +26,8 @@ export const migrations = {
   "0007_projects": projects,
   "0008_entitlements": entitlements,
   "0009_config": config,
-  "0010_secrets": secrets
+  "0010_secrets": secrets,
+  "0014_run_state": runState
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

@@ -22,6 +22,7 @@ import { InvitationsHttp, MembersHttp } from "./members/http.ts"
 import { InvitationsService } from "./members/invitations.ts"
 import { MembersService } from "./members/service.ts"
 import { ApiMiddlewareLive } from "./platform/apiMiddleware.ts"
+import { ContractVersionGateLive } from "./platform/contractVersion.ts"
 import { EdgeLive } from "./platform/edge.ts"
 import { Entitlements } from "./platform/entitlements.ts"
 import { EventLog } from "./platform/events.ts"
@@ -32,6 +33,9 @@ import { RateLimiter } from "./platform/rateLimit.ts"
 import { ProjectsHttp } from "./projects/http.ts"
 import { ProjectsService } from "./projects/service.ts"
 import { EnvironmentSweep } from "./projects/sweep.ts"
+import { RunsHttp } from "./runs/http.ts"
+import { RunsService } from "./runs/service.ts"
+import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
 import { SystemHttp } from "./system/http.ts"
@@ -60,6 +64,7 @@ const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
  */
 const Services = OAuthService.layer.pipe(
   Layer.provideMerge(IdentityService.layer),
+  Layer.provideMerge(LeaseSweep.layer),
   Layer.provideMerge(Layer.mergeAll(
     WorkspacesService.layer,
     MembersService.layer,
@@ -68,6 +73,7 @@ const Services = OAuthService.layer.pipe(
     ApiKeysService.layer,
     ProjectsService.layer,
     EnvironmentSweep.layer,
+    RunsService.layer,
     ConfigService.layer,
     SecretsService.layer
   )),
@@ -92,15 +98,16 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     EnvironmentSecretsHttp,
     ConfigurationHttp,
     ProjectConfigurationHttp,
-    EnvironmentConfigurationHttp
+    EnvironmentConfigurationHttp,
+    RunsHttp
   ]),
-  Layer.provide(ApiMiddlewareLive)
+  Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )
 
 const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs" })
 
-/** The HTTP side: the edge in front of the typed API and the docs; plus the idle sweep, which serves no route. */
-const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background)
+/** The HTTP side: the edge in front of the typed API and the docs; plus the sweeps, which serve no route. */
+const Http = Layer.mergeAll(ApiRoutes, Docs, EdgeLive, EnvironmentSweep.background, LeaseSweep.background)
 
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */
 export const HttpAppLive = Http.pipe(Layer.provide(Services))

@@ -16,6 +16,7 @@ import {
   ProjectsRepo,
   RateLimitRepo,
   RoleBindingsRepo,
+  RunsRepo,
   SecretsRepo,
   SecurityEventsRepo,
   ServerSecretsRepo,
@@ -49,7 +50,8 @@ export const RepositoriesSql = Layer.mergeAll(
   EnvironmentsRepo.sql,
   EntitlementsRepo.sql,
   ConfigRepo.sql,
-  SecretsRepo.sql
+  SecretsRepo.sql,
+  RunsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -75,5 +77,6 @@ export const RepositoriesMemory = Layer.mergeAll(
   EnvironmentsRepo.memory,
   EntitlementsRepo.memory,
   ConfigRepo.memory,
-  SecretsRepo.memory
+  SecretsRepo.memory,
+  RunsRepo.memory
 )
