@@ -360,6 +360,73 @@ for (const backend of sqlBackends) {
           failed(anonymous, 401, "unauthenticated")
         }))
 
+      it.effect("logs: lease-fenced chunks, retry-safe by seq, assembled in seq order, text/plain, offset", () =>
+        Effect.gen(function*() {
+          const { as } = yield* owner
+          const runId = ulid()
+          runOf(yield* as("POST", "/runs", { runId, jobs: [{ jobId: "a" }, { jobId: "b" }] }))
+          const append = (seq: number, content: string, fence: Record<string, unknown> = {}) =>
+            as("POST", `/runs/${runId}/logs/a`, { runnerId: "r1", leaseEpoch: 1, seq, content, ...fence })
+          failed(yield* append(0, "early"), 409, "lease_lost")
+          assert.isTrue(claimOf(yield* claim(as, runId, "a")).ok)
+          const Chunk = Schema.Struct({
+            jobId: Schema.String,
+            attempt: Schema.Int,
+            seq: Schema.Int,
+            bytes: Schema.Int,
+            totalBytes: Schema.Int
+          })
+          ok(yield* append(1, "wörld\n"), { chunk: Chunk })
+          const first = ok(yield* append(0, "hello "), { chunk: Chunk }).chunk
+          assert.deepStrictEqual(first, { jobId: "a", attempt: 1, seq: 0, bytes: 6, totalBytes: 13 })
+          // The same seq and content again is accepted (a retried request); other content is refused.
+          ok(yield* append(0, "hello "), { chunk: Chunk })
+          failed(yield* append(0, "other"), 409, "conflict")
+          failed(yield* append(2, "x", { leaseEpoch: 2 }), 409, "lease_lost")
+          failed(yield* append(2, "x", { runnerId: "r2" }), 409, "lease_lost")
+          failed(
+            yield* as("POST", `/runs/${runId}/logs/b`, { runnerId: "r1", leaseEpoch: 1, seq: 0, content: "x" }),
+            409,
+            "lease_lost"
+          )
+          const Log = Schema.Struct({
+            jobId: Schema.String,
+            attempt: Schema.Int,
+            bytes: Schema.Int,
+            chunks: Schema.Int,
+            complete: Schema.Boolean,
+            content: Schema.String
+          })
+          const log = ok(yield* as("GET", `/runs/${runId}/logs/a`), { log: Log }).log
+          assert.deepStrictEqual(log, {
+            jobId: "a",
+            attempt: 1,
+            bytes: 13,
+            chunks: 2,
+            complete: false,
+            content: "hello wörld\n"
+          })
+          const tail = ok(yield* as("GET", `/runs/${runId}/logs/a?offset=6`), { log: Log }).log
+          assert.strictEqual(tail.content, "wörld\n")
+          const raw = yield* as("GET", `/runs/${runId}/logs/a?offset=6`, undefined, { accept: "text/plain" })
+          assert.strictEqual(raw.status, 200)
+          assert.match(raw.headers.get("content-type") ?? "", /^text\/plain/)
+          assert.strictEqual(raw.text, "wörld\n")
+          ok(yield* complete(as, runId, "a", { leaseEpoch: 1 }))
+          assert.isTrue(ok(yield* as("GET", `/runs/${runId}/logs/a`), { log: Log }).log.complete)
+          failed(yield* as("GET", `/runs/${runId}/logs/nope`), 404, "not_found")
+          assert.property(invalidFields(yield* append(-1, "x")), "seq")
+          // A chunk over 1 MiB of UTF-8 (2-byte characters under the UTF-16 bound) is 413.
+          assert.isTrue(claimOf(yield* claim(as, runId, "b")).ok)
+          const big = yield* as("POST", `/runs/${runId}/logs/b`, {
+            runnerId: "r1",
+            leaseEpoch: 1,
+            seq: 0,
+            content: "é".repeat(600 * 1024)
+          })
+          failed(big, 413, "payload_too_large")
+        }))
+
       it.effect("claims racing from many runners: exactly one wins, the others see already_claimed", () =>
         Effect.gen(function*() {
           const { as } = yield* owner

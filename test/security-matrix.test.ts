@@ -417,6 +417,14 @@ const runFixtures: Record<string, Fixture> = {
         body: { runnerId: "matrix", leaseEpoch: 1 }
       }))
   },
+  "jobLogs.append": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params: { ...params, jobId: "a" },
+        body: { runnerId: "matrix", leaseEpoch: 1, seq: 0, content: "line\n" }
+      }))
+  },
+  "jobLogs.read": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params: { ...params, jobId: "a" } })) },
   "runs.complete": {
     request: (ctx) =>
       Effect.map(newRun(ctx, true), (params) => ({

@@ -8,6 +8,7 @@ import { IdentityApi, SessionApi } from "./identity.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { ProjectsApi } from "./projects.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
+import { JobLogsApi } from "./jobLogs.ts"
 import { RunsApi } from "./runs.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
@@ -32,6 +33,7 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(ProjectSecretsApi)
   .add(EnvironmentSecretsApi)
   .add(RunsApi)
+  .add(JobLogsApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

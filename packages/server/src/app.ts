@@ -33,7 +33,8 @@ import { RateLimiter } from "./platform/rateLimit.ts"
 import { ProjectsHttp } from "./projects/http.ts"
 import { ProjectsService } from "./projects/service.ts"
 import { EnvironmentSweep } from "./projects/sweep.ts"
-import { RunsHttp } from "./runs/http.ts"
+import { JobLogsHttp, RunsHttp } from "./runs/http.ts"
+import { JobLogsService } from "./runs/logs.ts"
 import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
@@ -64,7 +65,7 @@ const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
  */
 const Services = OAuthService.layer.pipe(
   Layer.provideMerge(IdentityService.layer),
-  Layer.provideMerge(LeaseSweep.layer),
+  Layer.provideMerge(Layer.mergeAll(LeaseSweep.layer, JobLogsService.layer)),
   Layer.provideMerge(Layer.mergeAll(
     WorkspacesService.layer,
     MembersService.layer,
@@ -99,7 +100,8 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     ConfigurationHttp,
     ProjectConfigurationHttp,
     EnvironmentConfigurationHttp,
-    RunsHttp
+    RunsHttp,
+    JobLogsHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

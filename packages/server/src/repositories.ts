@@ -9,6 +9,7 @@ import {
   EventLogRepo,
   IdempotencyRepo,
   InvitationsRepo,
+  JobLogsRepo,
   MembersRepo,
   OAuthRepo,
   OrganizationsRepo,
@@ -51,7 +52,8 @@ export const RepositoriesSql = Layer.mergeAll(
   EntitlementsRepo.sql,
   ConfigRepo.sql,
   SecretsRepo.sql,
-  RunsRepo.sql
+  RunsRepo.sql,
+  JobLogsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -78,5 +80,6 @@ export const RepositoriesMemory = Layer.mergeAll(
   EntitlementsRepo.memory,
   ConfigRepo.memory,
   SecretsRepo.memory,
-  RunsRepo.memory
+  RunsRepo.memory,
+  JobLogsRepo.memory
 )

@@ -62,3 +62,17 @@ export type RunEventsWindow = typeof RunEventsWindow.Type
 /** The lease sweep's claim: up to `limit` runs with a running job whose lease or timeout passed by `now`. */
 export const ExpiredLeases = Schema.Struct({ now: Schema.Date, limit: Schema.Int })
 export type ExpiredLeases = typeof ExpiredLeases.Type
+
+/** One job attempt's log. */
+export const JobLogKey = Schema.Struct({ runId: RunId, jobId: JobKey, attempt: Schema.Int })
+export type JobLogKey = typeof JobLogKey.Type
+
+/** A row of `job_log_chunks`: one appended chunk of an attempt's log. */
+export const JobLogChunkRow = Schema.Struct({
+  ...JobLogKey.fields,
+  seq: Schema.Int,
+  bytes: Schema.Int,
+  content: Schema.String,
+  createdAt: Schema.Date
+})
+export type JobLogChunkRow = typeof JobLogChunkRow.Type

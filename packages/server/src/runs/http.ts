@@ -8,7 +8,9 @@ import {
   type RunId
 } from "@cp/domain"
 import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { JobLogsService } from "./logs.ts"
 import { RunsService } from "./service.ts"
 
 const keyOf = (params: { readonly projectId: ProjectId; readonly runId: RunId }) =>
@@ -50,3 +52,22 @@ export const RunsHttp = HttpApiBuilder.group(ControlPlaneApi, "runs", (handlers)
         Effect.flatMap(Effect.all({ actor: CurrentActor, key: keyOf(params) }), ({ actor, key }) =>
           runs.complete(actor, key, params.jobId, payload)))
   }))
+
+/** Job log handlers: `Accept: text/plain` on a read answers the raw bytes instead of the envelope. */
+export const JobLogsHttp = HttpApiBuilder.group(ControlPlaneApi, "jobLogs", (handlers) =>
+  Effect.gen(function*() {
+    const logs = yield* JobLogsService
+    return handlers
+      .handle("append", ({ params, payload }) =>
+        Effect.flatMap(keyOf(params), (key) => logs.append(key, params.jobId, payload)))
+      .handle("read", ({ params, query, request }) =>
+        Effect.flatMap(keyOf(params), (key) =>
+          Effect.map(logs.read(key, params.jobId, query), ({ bytes, log }) =>
+            wantsText(request.headers["accept"])
+              ? HttpServerResponse.uint8Array(bytes, { contentType: "text/plain; charset=utf-8" })
+              : { log })))
+  }))
+
+/** Whether the client asked for the raw text (`curl -H 'Accept: text/plain'`), not JSON. */
+const wantsText = (accept: string | undefined): boolean =>
+  accept !== undefined && /(^|,)\s*text\/plain/i.test(accept) && !/application\/json/i.test(accept)

@@ -4,19 +4,20 @@
  * after expiry are `lease_lost`; a job running past `timeoutSeconds` is timed out even with a live lease; a timed-out
  * job can be retried with the next epoch.
  */
-import { JobKey, LeaseLost, RunId } from "@cp/domain"
+import { JobKey, LeaseLost, MAX_LOG_CHUNK_BYTES, PayloadTooLarge, RunId } from "@cp/domain"
 import { EventLogRepo, RunsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { monotonicFactory } from "ulid"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
+import { JobLogsService } from "../../src/runs/logs.ts"
 import { RunsService } from "../../src/runs/service.ts"
 import { LeaseSweep } from "../../src/runs/sweep.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
 import { areaServicesLayer, seedProject, userActor } from "../support/services.ts"
 
-const TestLayer = LeaseSweep.layer.pipe(
+const TestLayer = Layer.mergeAll(LeaseSweep.layer, JobLogsService.layer).pipe(
   Layer.provideMerge(RunsService.layer),
   Layer.provideMerge(areaServicesLayer)
 )
@@ -115,5 +116,19 @@ describe("runs service", () => {
         const events = yield* (yield* EventLogRepo).listEvents({ orgId: key.orgId })
         assert.include(events.map((event) => event.type), "run.finished")
       }).pipe(Effect.provide(LeaseSweep.background), Effect.scoped)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("an attempt's log is capped at 64 MiB: the chunk that would pass it is 413, nothing stored", () =>
+    Effect.gen(function*() {
+      const { actor, key, runs } = yield* setup
+      yield* runs.claim(actor, key, job("a"), { runnerId: "r1", leaseSeconds: 600 })
+      const logs = yield* JobLogsService
+      const mebibyte = "x".repeat(MAX_LOG_CHUNK_BYTES)
+      const fence = { runnerId: "r1", leaseEpoch: 1 }
+      for (let seq = 0; seq < 64; seq++) yield* logs.append(key, job("a"), { ...fence, seq, content: mebibyte })
+      const over = yield* Effect.flip(logs.append(key, job("a"), { ...fence, seq: 64, content: "x" }))
+      assert.instanceOf(over, PayloadTooLarge)
+      const { log } = yield* logs.read(key, job("a"), { offset: 64 * MAX_LOG_CHUNK_BYTES - 3 })
+      assert.deepStrictEqual([log.bytes, log.chunks, log.content], [64 * MAX_LOG_CHUNK_BYTES, 64, "xxx"])
     }).pipe(Effect.provide(TestLayer)))
 })
