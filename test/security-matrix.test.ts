@@ -15,6 +15,7 @@
  * every call, so a destructive route meets a resource of its own each time.
  */
 import {
+  CliLink,
   ControlPlaneApi,
   CreatedApiKey,
   Environment,
@@ -391,6 +392,38 @@ const newRun = (ctx: Ctx, leased = false) =>
     return { projectId, runId }
   })
 
+/** A fresh link of the workspace's matrix project, made by the creator. */
+const newLink = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { projectId } = yield* configScopeOf(ctx)
+    const project = yield* asCreator(ctx, "GET", `/projects/${projectId}`, { project: Project })
+    const data = yield* asCreator(ctx, "POST", "/cli/links", { link: CliLink }, {
+      remoteUrl: `https://github.com/matrix/${randomUUID().slice(0, 8)}`,
+      projectSlug: project.project.slug
+    })
+    return { projectId, linkId: data.link.id }
+  })
+
+const linkFixtures: Record<string, Fixture> = {
+  "cliLinks.create": {
+    request: (ctx) =>
+      Effect.map(configScopeOf(ctx), () => ({
+        body: { remoteUrl: `https://github.com/matrix/${randomUUID().slice(0, 8)}` }
+      }))
+  },
+  "cliLinks.list": { request: none },
+  "cliLinks.listForProject": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } }))
+  },
+  "cliLinks.update": {
+    request: (ctx) => Effect.map(newLink(ctx), (params) => ({ params, body: { ciSettings: { oidcEnabled: true } } }))
+  },
+  "cliLinks.unlink": { request: (ctx) => Effect.map(newLink(ctx), (params) => ({ params })) },
+  "cliLinkResolve.resolve": {
+    request: () => Effect.succeed({ query: { remoteUrl: "https://github.com/matrix/none" } })
+  }
+}
+
 const runFixtures: Record<string, Fixture> = {
   "runs.create": {
     request: (ctx) =>
@@ -440,6 +473,7 @@ const runFixtures: Record<string, Fixture> = {
  */
 const fixtures: Readonly<Record<string, Fixture>> = {
   ...runFixtures,
+  ...linkFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),
   ...secretFixtures("projectSecrets", newProjectScope, (p) => `/projects/${p["projectId"]}`),
   ...secretFixtures(

@@ -5,11 +5,12 @@ import { ApiKeysApi } from "./apiKeys.ts"
 import { AuditApi } from "./audit.ts"
 import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi } from "./config.ts"
 import { IdentityApi, SessionApi } from "./identity.ts"
+import { JobLogsApi } from "./jobLogs.ts"
+import { CliLinkResolveApi, CliLinksApi } from "./links.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { ProjectsApi } from "./projects.ts"
-import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
-import { JobLogsApi } from "./jobLogs.ts"
 import { RunsApi } from "./runs.ts"
+import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
@@ -34,6 +35,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(EnvironmentSecretsApi)
   .add(RunsApi)
   .add(JobLogsApi)
+  .add(CliLinksApi)
+  .add(CliLinkResolveApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -17,7 +17,8 @@ export const IdPrefix = {
   setting: "stg_",
   featureFlag: "flg_",
   secret: "sec_",
-  mailMessage: "msg_"
+  mailMessage: "msg_",
+  cliLink: "wsl_"
 } as const
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"

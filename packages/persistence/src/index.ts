@@ -45,6 +45,7 @@ export * from "./config/rows.ts"
 export * from "./secrets/rows.ts"
 export * from "./secrets/SecretsRepo.ts"
 
+export * from "./runs/CliLinksRepo.ts"
 export * from "./runs/JobLogsRepo.ts"
 export * from "./runs/rows.ts"
 export * from "./runs/RunsRepo.ts"

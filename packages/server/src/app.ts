@@ -33,7 +33,8 @@ import { RateLimiter } from "./platform/rateLimit.ts"
 import { ProjectsHttp } from "./projects/http.ts"
 import { ProjectsService } from "./projects/service.ts"
 import { EnvironmentSweep } from "./projects/sweep.ts"
-import { JobLogsHttp, RunsHttp } from "./runs/http.ts"
+import { CliLinkResolveHttp, CliLinksHttp, JobLogsHttp, RunsHttp } from "./runs/http.ts"
+import { CliLinksService } from "./runs/links.ts"
 import { JobLogsService } from "./runs/logs.ts"
 import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
@@ -65,7 +66,7 @@ const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
  */
 const Services = OAuthService.layer.pipe(
   Layer.provideMerge(IdentityService.layer),
-  Layer.provideMerge(Layer.mergeAll(LeaseSweep.layer, JobLogsService.layer)),
+  Layer.provideMerge(Layer.mergeAll(LeaseSweep.layer, JobLogsService.layer, CliLinksService.layer)),
   Layer.provideMerge(Layer.mergeAll(
     WorkspacesService.layer,
     MembersService.layer,
@@ -101,7 +102,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     ProjectConfigurationHttp,
     EnvironmentConfigurationHttp,
     RunsHttp,
-    JobLogsHttp
+    JobLogsHttp,
+    CliLinksHttp,
+    CliLinkResolveHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

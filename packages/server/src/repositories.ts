@@ -2,6 +2,7 @@
 import {
   ApiKeysRepo,
   ChallengesRepo,
+  CliLinksRepo,
   ConfigRepo,
   DatabaseHealth,
   EntitlementsRepo,
@@ -53,7 +54,8 @@ export const RepositoriesSql = Layer.mergeAll(
   ConfigRepo.sql,
   SecretsRepo.sql,
   RunsRepo.sql,
-  JobLogsRepo.sql
+  JobLogsRepo.sql,
+  CliLinksRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -81,5 +83,6 @@ export const RepositoriesMemory = Layer.mergeAll(
   ConfigRepo.memory,
   SecretsRepo.memory,
   RunsRepo.memory,
-  JobLogsRepo.memory
+  JobLogsRepo.memory,
+  CliLinksRepo.memory
 )

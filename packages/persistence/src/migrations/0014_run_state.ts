@@ -84,4 +84,25 @@ export default Effect.gen(function*() {
       created_at timestamptz not null,
       constraint job_log_chunks_pkey primary key (run_id, job_id, attempt, seq)
     )`
+
+  yield* sql`
+    create table cli_links (
+      id text collate "C" not null constraint cli_links_pkey primary key,
+      org_id text collate "C" not null references organizations (id),
+      project_id text collate "C" not null references projects (id),
+      remote_url text collate "C" not null,
+      provider text not null check (provider in ('scmhost', 'git')),
+      provider_repo_id text,
+      provider_owner_id text,
+      provider_owner_login text,
+      ci_settings jsonb not null,
+      created_by jsonb not null,
+      created_at timestamptz not null,
+      last_seen_at timestamptz,
+      deleted_at timestamptz
+    )`
+  // One active link per (workspace, project, remote URL); resolve looks links up by URL across workspaces.
+  yield* sql`
+    create unique index cli_links_active_key on cli_links (org_id, project_id, remote_url) where deleted_at is null`
+  yield* sql`create index cli_links_url_idx on cli_links (remote_url) where deleted_at is null`
 })

@@ -1,7 +1,8 @@
 /** The stored shapes of the run-state plane's runs area: runs, their jobs, and each run's event log. */
 import { OrgId, ProjectId } from "@cp/domain/ids"
+import { CliLink, LinkId } from "@cp/domain/links"
 import { Job, JobKey, Run, RunEvent, RunId, RunStatus } from "@cp/domain/runs"
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
 import { pageFields } from "../keyset.ts"
 import { storedFields } from "../stored.ts"
 
@@ -76,3 +77,19 @@ export const JobLogChunkRow = Schema.Struct({
   createdAt: Schema.Date
 })
 export type JobLogChunkRow = typeof JobLogChunkRow.Type
+
+/** A row of `cli_links`: the API's link without the slugs (read from the workspace and the project). */
+export const CliLinkRow = Schema.Struct(storedFields(CliLink.mapFields(Struct.omit(["orgSlug", "projectSlug"])).fields))
+export type CliLinkRow = typeof CliLinkRow.Type
+
+/** One link of one project of one workspace. */
+export const LinkKey = Schema.Struct({ orgId: OrgId, projectId: ProjectId, linkId: LinkId })
+export type LinkKey = typeof LinkKey.Type
+
+/** The active links of a workspace, optionally of one project or one canonical URL. */
+export const LinksOf = Schema.Struct({
+  orgId: OrgId,
+  projectId: Schema.optional(ProjectId),
+  remoteUrl: Schema.optional(Schema.String)
+})
+export type LinksOf = typeof LinksOf.Type

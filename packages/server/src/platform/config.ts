@@ -30,7 +30,24 @@ export interface AppConfigShape {
   readonly otlpEndpoint: Option.Option<string>
   /** Days an environment may stay unused before the idle sweep archives it (`ENVIRONMENT_RETENTION_DAYS`). */
   readonly environmentRetentionDays: number
+  /** The source host's web host (`SCMHOST_WEB_HOST`): links to it have provider `scmhost`, others `git`. */
+  readonly scmhostWebHost: string
+  /** CI OIDC issuers trusted by the workflow-credential exchange (`CI_OIDC_ISSUERS`, a JSON array). */
+  readonly ciOidcIssuers: ReadonlyArray<OidcIssuer>
 }
+
+/** A trusted CI OIDC issuer: tokens must carry this `iss` and `aud` and verify against the JWKS. */
+export interface OidcIssuer {
+  readonly issuer: string
+  readonly jwksUrl: string
+  readonly audience: string
+}
+
+const OidcIssuers = Schema.fromJsonString(Schema.Array(Schema.Struct({
+  issuer: Schema.String.check(Schema.isMinLength(1)),
+  jwksUrl: Schema.String.check(Schema.isMinLength(1)),
+  audience: Schema.String.check(Schema.isMinLength(1))
+})))
 
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
   message: Schema.String
@@ -84,6 +101,13 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
     if (!Number.isInteger(environmentRetentionDays) || environmentRetentionDays < 1) {
       return yield* new ConfigError({ message: "ENVIRONMENT_RETENTION_DAYS must be a positive integer" })
     }
+    const ciOidcIssuers = yield* Schema.decodeUnknownEffect(OidcIssuers)(
+      nonEmpty(env, "CI_OIDC_ISSUERS").pipe(Option.getOrElse(() => "[]"))
+    ).pipe(
+      Effect.mapError(() =>
+        new ConfigError({ message: "CI_OIDC_ISSUERS must be a JSON array of { issuer, jwksUrl, audience }" })
+      )
+    )
     const secretsKek = Option.map(nonEmpty(env, "SECRETS_KEK"), Redacted.make)
     const tokenSigningKey = Option.map(nonEmpty(env, "TOKEN_SIGNING_KEY"), Redacted.make)
     if (appEnv === "production") {
@@ -111,7 +135,9 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       tokenSigningKey,
       oauthProviders: oauthProviders(env),
       otlpEndpoint: nonEmpty(env, "OTEL_EXPORTER_OTLP_ENDPOINT"),
-      environmentRetentionDays
+      environmentRetentionDays,
+      scmhostWebHost: nonEmpty(env, "SCMHOST_WEB_HOST").pipe(Option.getOrElse(() => "github.com")).toLowerCase(),
+      ciOidcIssuers
     }
   })
 

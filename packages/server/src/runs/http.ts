@@ -1,15 +1,17 @@
-/** Run and job handlers: each calls one service method. */
+/** Handlers of the run-state plane part I (runs, job logs, command-line links): each calls one service method. */
 import {
   actorInWorkspace,
   ControlPlaneApi,
   CurrentActor,
   CurrentWorkspace,
+  type LinkId,
   type ProjectId,
   type RunId
 } from "@cp/domain"
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { CliLinksService } from "./links.ts"
 import { JobLogsService } from "./logs.ts"
 import { RunsService } from "./service.ts"
 
@@ -71,3 +73,43 @@ export const JobLogsHttp = HttpApiBuilder.group(ControlPlaneApi, "jobLogs", (han
 /** Whether the client asked for the raw text (`curl -H 'Accept: text/plain'`), not JSON. */
 const wantsText = (accept: string | undefined): boolean =>
   accept !== undefined && /(^|,)\s*text\/plain/i.test(accept) && !/application\/json/i.test(accept)
+
+/** Command-line link handlers. */
+export const CliLinksHttp = HttpApiBuilder.group(ControlPlaneApi, "cliLinks", (handlers) =>
+  Effect.gen(function*() {
+    const links = yield* CliLinksService
+    const keyOfLink = (params: { readonly projectId: ProjectId; readonly linkId: LinkId }) =>
+      Effect.map(actorInWorkspace, ({ actor, workspace }) => ({
+        actor,
+        workspace,
+        key: { orgId: workspace.organization.id, projectId: params.projectId, linkId: params.linkId }
+      }))
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+          links.create(actor, workspace, payload)))
+      .handle("list", () =>
+        Effect.flatMap(CurrentWorkspace, links.list))
+      .handle("listForProject", ({ params }) =>
+        Effect.flatMap(CurrentWorkspace, (workspace) =>
+          links.listForProject(workspace, params.projectId)))
+      .handle("update", ({ params, payload }) =>
+        Effect.flatMap(keyOfLink(params), ({ actor, key, workspace }) =>
+          links.update(actor, workspace, key, payload.ciSettings)))
+      .handle("unlink", ({ params }) =>
+        Effect.flatMap(keyOfLink(params), ({ actor, key, workspace }) =>
+          links.unlink(actor, workspace, key)))
+  }))
+
+export const CliLinkResolveHttp = HttpApiBuilder.group(
+  ControlPlaneApi,
+  "cliLinkResolve",
+  (handlers) =>
+    Effect.gen(function*() {
+      const links = yield* CliLinksService
+      return handlers.handle(
+        "resolve",
+        ({ query }) => Effect.flatMap(CurrentActor, (actor) => links.resolve(actor, query.remoteUrl))
+      )
+    })
+)
