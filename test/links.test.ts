@@ -100,7 +100,7 @@ for (const backend of sqlBackends) {
           )
         }))
 
-      it.effect("PATCH changes ciSettings; resolve lists visible links, marks them seen; unlink keeps the project", () =>
+      it.effect("PATCH changes ciSettings; resolve lists visible links, marks them seen; unlink keeps projects", () =>
         Effect.gen(function*() {
           const { as, resolve } = yield* owner
           const name = repo()
