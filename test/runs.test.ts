@@ -49,7 +49,7 @@ for (const backend of sqlBackends) {
 
       const graph = (runId = ulid()) => ({
         runId,
-        trigger: { kind: "ci", ref: "refs/heads/main", sha: "abc123" },
+        trigger: { kind: "ci" as const, ref: "refs/heads/main", sha: "abc123" },
         metadata: { k: "v" },
         jobs: [
           { jobId: "build", name: "Build", dependsOn: [], timeoutSeconds: 3600 },

@@ -108,6 +108,8 @@ class World extends Context.Service<World, {
   readonly creator: Caller
   readonly roles: Readonly<Record<WorkspaceRole, Caller>>
   readonly outsider: Caller & { readonly orgId: string }
+  /** The project a workflow actor (OIDC exchange) is bound to, and how to mint its credential. */
+  readonly workflow: { readonly projectId: string; readonly credential: Effect.Effect<Caller, never, TestServer> }
 }>()("test/SecurityMatrix/World") {}
 
 const signInCaller = Effect.gen(function*() {
@@ -133,6 +135,38 @@ const personalWorkspaceOf = (caller: Caller) =>
 const roleHolder = (orgId: string, role: WorkspaceRole) =>
   Effect.tap(signInCaller, (caller) => seedMember(orgId, caller.userId, role))
 
+/**
+ * A workflow actor of the workspace: an OIDC-enabled link of the matrix project, and a credential minted through the
+ * simulator issuer and the exchange (fresh for each route, as credentials live minutes).
+ */
+const workflowOf = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* TestServer
+    const { projectId } = yield* configScopeOf(ctx)
+    const project = yield* asCreator(ctx, "GET", `/projects/${projectId}`, { project: Project })
+    const repository = `matrix/${randomUUID().slice(0, 8)}`
+    yield* asCreator(ctx, "POST", "/cli/links", { link: CliLink }, {
+      remoteUrl: `https://github.com/${repository}`,
+      projectSlug: project.project.slug,
+      ciSettings: { oidcEnabled: true }
+    })
+    const credential = Effect.gen(function*() {
+      const jwt = ok(
+        yield* call(baseUrl, "POST", "/dev/oidc/token", {
+          body: { claims: { sub: `repo:${repository}`, repository, ref: "refs/heads/main" } }
+        }),
+        { token: Schema.String }
+      ).token
+      const exchanged = ok(
+        yield* call(baseUrl, "POST", "/v1/auth/oidc/exchange", { body: { token: jwt, orgId: ctx.orgId, projectId } }),
+        { token: Schema.String }
+      )
+      const caller: Caller = { token: exchanged.token, userId: "", email: freshEmail("workflow") }
+      return caller
+    })
+    return { projectId, credential }
+  })
+
 const WorldLive = Layer.effect(
   World,
   Effect.gen(function*() {
@@ -141,7 +175,8 @@ const WorldLive = Layer.effect(
     const roles = {} as Record<WorkspaceRole, Caller>
     for (const role of workspaceRoles) roles[role] = yield* roleHolder(orgId, role)
     const outsider = yield* signInCaller
-    return { orgId, creator, roles, outsider: { ...outsider, orgId: yield* personalWorkspaceOf(outsider) } }
+    const workflow = yield* workflowOf({ orgId, creator, caller: creator })
+    return { orgId, creator, roles, outsider: { ...outsider, orgId: yield* personalWorkspaceOf(outsider) }, workflow }
   })
 )
 
@@ -640,13 +675,14 @@ const outcomeOf = (route: Route, fixture: Fixture, res: Res): Outcome => {
   return `unexpected ${res.status} ${res.text.slice(0, 300)}`
 }
 
-type Column = WorkspaceRole | "outsider" | "anonymous" | "outsider-naming-our-resources"
+type Column = WorkspaceRole | "outsider" | "anonymous" | "outsider-naming-our-resources" | "workflow"
 
 /** What the requirement and the role matrix say each caller gets. */
 const expectedOutcome = (route: Route, column: Column): Outcome => {
   const { requirement } = route
   if (column === "anonymous") return requirement._tag === "None" ? "allow" : "deny:401"
   if (column === "outsider-naming-our-resources") return "deny:404"
+  if (column === "workflow") return "deny:403"
   if (column === "outsider") {
     if (route.workspaceScoped && !route.reachesHidden) return "deny:404"
     return requirement._tag === "Permission" ? "deny:404" : "allow"
@@ -665,6 +701,24 @@ const pathOf = (route: Route, orgId: string, req: Req) => {
   const query = new URLSearchParams(req.query ?? {}).toString()
   return query === "" ? path : `${path}?${query}`
 }
+
+/**
+ * What a workflow actor gets (run-state.md §8): the project_builder set within its bound project, nothing at
+ * workspace level. Checked on routes open to anyone and on workspace routes that need a permission.
+ */
+const expectedForWorkflow = (route: Route, req: Req, boundProject: string): Outcome => {
+  const { requirement } = route
+  if (requirement._tag === "None") return "allow"
+  if (requirement._tag !== "Permission") return "deny:403"
+  return rolePermissions.project_builder.has(requirement.permission) && req.params?.["projectId"] === boundProject
+    ? "allow"
+    : "deny:403"
+}
+
+/** Whether a workflow actor is checked on this route: routes open to anyone, and workspace permission routes. */
+const checksWorkflow = (route: Route, fixture: Fixture) =>
+  fixture.freshCaller !== true && !route.reachesHidden &&
+  (route.requirement._tag === "None" || (route.workspaceScoped && route.requirement._tag === "Permission"))
 
 /** Whether the request names this workspace's resources: ids in the path beyond the workspace, or in the body. */
 const namesResources = (route: Route, fixture: Fixture) =>
@@ -738,6 +792,13 @@ for (const backend of sqlBackends) {
           }
 
           const expected = actual.map(([column]) => [column, expectedOutcome(route, column)] as const)
+          // A workflow actor bound to the matrix project (its expectation depends on the project the request names).
+          if (checksWorkflow(route, fixture)) {
+            const workflow = yield* world.workflow.credential
+            const req = yield* fixture.request(ctx(workflow))
+            actual.push(yield* callAs("workflow", workflow, world.orgId, req))
+            expected.push(["workflow", expectedForWorkflow(route, req, world.workflow.projectId)] as const)
+          }
           assert.deepStrictEqual(Object.fromEntries(actual), Object.fromEntries(expected))
         }))
     }

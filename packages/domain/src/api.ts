@@ -8,6 +8,7 @@ import { IdentityApi, SessionApi } from "./identity.ts"
 import { JobLogsApi } from "./jobLogs.ts"
 import { CliLinkResolveApi, CliLinksApi } from "./links.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
+import { OidcApi } from "./oidc.ts"
 import { ProjectsApi } from "./projects.ts"
 import { RunsApi } from "./runs.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
@@ -37,6 +38,7 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(JobLogsApi)
   .add(CliLinksApi)
   .add(CliLinkResolveApi)
+  .add(OidcApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -33,9 +33,10 @@ import { RateLimiter } from "./platform/rateLimit.ts"
 import { ProjectsHttp } from "./projects/http.ts"
 import { ProjectsService } from "./projects/service.ts"
 import { EnvironmentSweep } from "./projects/sweep.ts"
-import { CliLinkResolveHttp, CliLinksHttp, JobLogsHttp, RunsHttp } from "./runs/http.ts"
+import { CliLinkResolveHttp, CliLinksHttp, JobLogsHttp, OidcHttp, RunsHttp } from "./runs/http.ts"
 import { CliLinksService } from "./runs/links.ts"
 import { JobLogsService } from "./runs/logs.ts"
+import { WorkflowCredentials } from "./runs/oidc.ts"
 import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
@@ -66,7 +67,9 @@ const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
  */
 const Services = OAuthService.layer.pipe(
   Layer.provideMerge(IdentityService.layer),
-  Layer.provideMerge(Layer.mergeAll(LeaseSweep.layer, JobLogsService.layer, CliLinksService.layer)),
+  Layer.provideMerge(
+    Layer.mergeAll(LeaseSweep.layer, JobLogsService.layer, CliLinksService.layer, WorkflowCredentials.layer)
+  ),
   Layer.provideMerge(Layer.mergeAll(
     WorkspacesService.layer,
     MembersService.layer,
@@ -79,7 +82,7 @@ const Services = OAuthService.layer.pipe(
     ConfigService.layer,
     SecretsService.layer
   )),
-  Layer.provideMerge(Layer.mergeAll(Platform, Resolvers))
+  Layer.provideMerge(Layer.mergeAll(Platform, Resolvers.pipe(Layer.provide(Platform))))
 )
 
 /** The typed API: one handler group per area, behind the middleware every endpoint declares. */
@@ -104,7 +107,8 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     RunsHttp,
     JobLogsHttp,
     CliLinksHttp,
-    CliLinkResolveHttp
+    CliLinkResolveHttp,
+    OidcHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

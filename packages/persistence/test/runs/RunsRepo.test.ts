@@ -97,7 +97,7 @@ describeContract("RunsRepo", Repos, (it, backend) => {
       yield* runs.insert(run, jobs)
       assert.deepStrictEqual(yield* runs.find({ orgId, projectId, runId: run.id }), Option.some(run))
       assert.deepStrictEqual(yield* runs.jobs(run.id), jobs)
-      assert.deepStrictEqual(yield* runs.jobsNamed({ runId: run.id, jobIds: [jobKey("a")] }), [jobs[1]])
+      assert.deepStrictEqual(yield* runs.jobsNamed({ runId: run.id, jobIds: [jobKey("a")] }), jobs.slice(1))
       const again = yield* Effect.flip(runs.insert(run, []))
       assert.instanceOf(again, UniqueViolation)
       const other = yield* scope
@@ -163,7 +163,7 @@ describeContract("RunsRepo", Repos, (it, backend) => {
         data: { n: seq }
       }))
       yield* runs.appendEvents(events)
-      assert.deepStrictEqual(yield* runs.events({ runId: first.id, after: 1, limit: 1 }), [events[1]])
+      assert.deepStrictEqual(yield* runs.events({ runId: first.id, after: 1, limit: 1 }), events.slice(1, 2))
       assert.deepStrictEqual(yield* runs.events({ runId: first.id, after: 0, limit: 10 }), events)
       const listed = yield* runs.list({ orgId, projectId, limit: 10 })
       assert.deepStrictEqual(listed.map((row) => row.id), [second.id, first.id])

@@ -13,6 +13,7 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { CliLinksService } from "./links.ts"
 import { JobLogsService } from "./logs.ts"
+import { WorkflowCredentials } from "./oidc.ts"
 import { RunsService } from "./service.ts"
 
 const keyOf = (params: { readonly projectId: ProjectId; readonly runId: RunId }) =>
@@ -113,3 +114,15 @@ export const CliLinkResolveHttp = HttpApiBuilder.group(
       )
     })
 )
+
+/** The OIDC exchange and the development issuer; its JWKS is the raw `{ keys }` document, not the envelope. */
+export const OidcHttp = HttpApiBuilder.group(ControlPlaneApi, "oidc", (handlers) =>
+  Effect.gen(function*() {
+    const credentials = yield* WorkflowCredentials
+    return handlers
+      .handle("exchange", ({ payload }) => credentials.exchange(payload))
+      .handle("devJwks", () =>
+        Effect.map(credentials.devJwks, (jwks) => ({ keys: jwks.keys.map((key) => ({ ...key })) })))
+      .handle("devToken", ({ payload }) =>
+        credentials.devToken(payload))
+  }))
