@@ -459,6 +459,30 @@ const linkFixtures: Record<string, Fixture> = {
   }
 }
 
+const oidcFixtures: Record<string, Fixture> = {
+  "oidc.exchange": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const { projectId } = yield* configScopeOf(ctx)
+        const project = yield* asCreator(ctx, "GET", `/projects/${projectId}`, { project: Project })
+        const repository = `matrix/${randomUUID().slice(0, 8)}`
+        yield* asCreator(ctx, "POST", "/cli/links", { link: CliLink }, {
+          remoteUrl: `https://github.com/${repository}`,
+          projectSlug: project.project.slug,
+          ciSettings: { oidcEnabled: true }
+        })
+        const token = ok(
+          yield* call(baseUrl, "POST", "/dev/oidc/token", { body: { claims: { sub: "matrix", repository } } }),
+          { token: Schema.String }
+        ).token
+        return { body: { token, orgId: ctx.orgId, projectId } }
+      })
+  },
+  "oidc.devJwks": { request: none },
+  "oidc.devToken": { request: () => Effect.succeed({ body: { claims: { sub: "matrix" } } }) }
+}
+
 const runFixtures: Record<string, Fixture> = {
   "runs.create": {
     request: (ctx) =>
@@ -509,6 +533,7 @@ const runFixtures: Record<string, Fixture> = {
 const fixtures: Readonly<Record<string, Fixture>> = {
   ...runFixtures,
   ...linkFixtures,
+  ...oidcFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),
   ...secretFixtures("projectSecrets", newProjectScope, (p) => `/projects/${p["projectId"]}`),
   ...secretFixtures(
