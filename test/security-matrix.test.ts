@@ -416,13 +416,16 @@ const none = (): Effect.Effect<Req> => Effect.succeed({})
 
 const nextRunId = monotonicFactory()
 
-/** A fresh run of one job `a` in the workspace's matrix project, made by the creator; with a lease on `a` if asked. */
+/**
+ * A fresh run of one job `a` in the workspace's matrix project (and its environment), made by the creator; with a
+ * lease on `a` if asked.
+ */
 const newRun = (ctx: Ctx, leased = false) =>
   Effect.gen(function*() {
-    const { projectId } = yield* configScopeOf(ctx)
+    const { environmentId, projectId } = yield* configScopeOf(ctx)
     const runId = nextRunId()
     const state = `/projects/${projectId}/state/runs`
-    yield* asCreator(ctx, "POST", state, { run: Run }, { runId, jobs: [{ jobId: "a" }] })
+    yield* asCreator(ctx, "POST", state, { run: Run }, { runId, environmentId, jobs: [{ jobId: "a" }] })
     if (leased) yield* asCreator(ctx, "POST", `${state}/${runId}/jobs/a:claim`, {}, { runnerId: "matrix" })
     return { projectId, runId }
   })
@@ -514,6 +517,25 @@ const runFixtures: Record<string, Fixture> = {
       Effect.map(newRun(ctx, true), (params) => ({
         params: { ...params, jobId: "a" },
         body: { runnerId: "matrix", leaseEpoch: 1, seq: 0, content: "line\n" }
+      }))
+  },
+  "runSecrets.resolve": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params,
+        body: { runnerId: "matrix", leaseEpoch: 1, jobId: "a", names: ["MATRIX_NONE"] }
+      }))
+  },
+  "runSecrets.output": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params,
+        body: {
+          runnerId: "matrix",
+          leaseEpoch: 1,
+          jobId: "a",
+          secrets: { [`OUT_${randomUUID().slice(0, 8).toUpperCase()}`]: "v" }
+        }
       }))
   },
   "jobLogs.read": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params: { ...params, jobId: "a" } })) },

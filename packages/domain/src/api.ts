@@ -11,6 +11,7 @@ import { InvitationsApi, MembersApi } from "./members.ts"
 import { OidcApi } from "./oidc.ts"
 import { ProjectsApi } from "./projects.ts"
 import { RunsApi } from "./runs.ts"
+import { RunSecretsApi } from "./runSecrets.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
@@ -36,6 +37,7 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(EnvironmentSecretsApi)
   .add(RunsApi)
   .add(JobLogsApi)
+  .add(RunSecretsApi)
   .add(CliLinksApi)
   .add(CliLinkResolveApi)
   .add(OidcApi)

@@ -33,10 +33,11 @@ import { RateLimiter } from "./platform/rateLimit.ts"
 import { ProjectsHttp } from "./projects/http.ts"
 import { ProjectsService } from "./projects/service.ts"
 import { EnvironmentSweep } from "./projects/sweep.ts"
-import { CliLinkResolveHttp, CliLinksHttp, JobLogsHttp, OidcHttp, RunsHttp } from "./runs/http.ts"
+import { CliLinkResolveHttp, CliLinksHttp, JobLogsHttp, OidcHttp, RunSecretsHttp, RunsHttp } from "./runs/http.ts"
 import { CliLinksService } from "./runs/links.ts"
 import { JobLogsService } from "./runs/logs.ts"
 import { WorkflowCredentials } from "./runs/oidc.ts"
+import { RunSecretsService } from "./runs/secrets.ts"
 import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
@@ -68,7 +69,13 @@ const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
 const Services = OAuthService.layer.pipe(
   Layer.provideMerge(IdentityService.layer),
   Layer.provideMerge(
-    Layer.mergeAll(LeaseSweep.layer, JobLogsService.layer, CliLinksService.layer, WorkflowCredentials.layer)
+    Layer.mergeAll(
+      LeaseSweep.layer,
+      JobLogsService.layer,
+      CliLinksService.layer,
+      WorkflowCredentials.layer,
+      RunSecretsService.layer
+    )
   ),
   Layer.provideMerge(Layer.mergeAll(
     WorkspacesService.layer,
@@ -108,7 +115,8 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     JobLogsHttp,
     CliLinksHttp,
     CliLinkResolveHttp,
-    OidcHttp
+    OidcHttp,
+    RunSecretsHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

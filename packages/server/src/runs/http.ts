@@ -14,6 +14,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { CliLinksService } from "./links.ts"
 import { JobLogsService } from "./logs.ts"
 import { WorkflowCredentials } from "./oidc.ts"
+import { RunSecretsService } from "./secrets.ts"
 import { RunsService } from "./service.ts"
 
 const keyOf = (params: { readonly projectId: ProjectId; readonly runId: RunId }) =>
@@ -125,4 +126,17 @@ export const OidcHttp = HttpApiBuilder.group(ControlPlaneApi, "oidc", (handlers)
         Effect.map(credentials.devJwks, (jwks) => ({ keys: jwks.keys.map((key) => ({ ...key })) })))
       .handle("devToken", ({ payload }) =>
         credentials.devToken(payload))
+  }))
+
+/** Lease-bound run secrets. */
+export const RunSecretsHttp = HttpApiBuilder.group(ControlPlaneApi, "runSecrets", (handlers) =>
+  Effect.gen(function*() {
+    const secrets = yield* RunSecretsService
+    return handlers
+      .handle("resolve", ({ params, payload }) =>
+        Effect.flatMap(Effect.all({ actor: CurrentActor, key: keyOf(params) }), ({ actor, key }) =>
+          secrets.resolve(actor, key, payload)))
+      .handle("output", ({ params, payload }) =>
+        Effect.flatMap(Effect.all({ both: actorInWorkspace, key: keyOf(params) }), ({ both, key }) =>
+          secrets.output(both.actor, both.workspace, key, payload)))
   }))
