@@ -4,13 +4,19 @@
  * code it ends with: 1 a failure, 2 a usage mistake, 4 not signed in (or a rejected token), 130 interrupted.
  */
 import type {
+  AlreadyClaimed,
   BadRequest,
   Conflict,
+  ContractVersionUnsupported,
+  DepsNotReady,
   ErrorDetails,
   Forbidden,
+  LeaseLost,
   NotFound,
+  PayloadTooLarge,
   PreconditionFailed,
   RateLimited,
+  RunTerminal,
   ValidationFailed
 } from "@cp/domain"
 import { Unauthenticated } from "@cp/domain"
@@ -38,6 +44,12 @@ export const usageError = (message: string, code = "usage") => new CliFailure({ 
 
 /** The wire errors the commands' endpoints declare; each carries the server's `{ code, message, details }`. */
 export type WireError =
+  | AlreadyClaimed
+  | ContractVersionUnsupported
+  | DepsNotReady
+  | LeaseLost
+  | PayloadTooLarge
+  | RunTerminal
   | BadRequest
   | Conflict
   | Forbidden

@@ -11,6 +11,7 @@ import { flags } from "./commands/flags.ts"
 import { invitations } from "./commands/invitations.ts"
 import { members } from "./commands/members.ts"
 import { envs, projects } from "./commands/projects.ts"
+import { jobs, link, logs, runner, runs } from "./commands/runs.ts"
 import { secrets } from "./commands/secrets.ts"
 import { teams } from "./commands/teams.ts"
 import { workspaces } from "./commands/workspaces.ts"
@@ -36,7 +37,12 @@ export const cpctl = Command.make("cpctl").pipe(
     access,
     secrets,
     config,
-    flags
+    flags,
+    link,
+    runs,
+    jobs,
+    logs,
+    runner
   ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )
