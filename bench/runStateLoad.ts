@@ -1,8 +1,9 @@
 /**
  * The run-state load driver shared by the two-process replica test and `npm run bench:run-state` (run-state.md §9):
- * `runners` concurrent runners, spread over the given server processes, each repeatedly reading the run's runnable jobs
- * and claiming and completing them, until the run has finished. It records every successful claim, so a job claimed
- * twice is counted, and the latency of every claim request.
+ * `runners` concurrent runners, spread over the given server processes and runs, each repeatedly reading a run's
+ * runnable jobs and claiming and completing them, until every run has finished. A run holds at most 500 jobs
+ * (run-state.md §2), so a 1,000-job load is two runs of 500 driven at once. It records every successful claim, so a
+ * job claimed twice is counted, and the latency of every claim request.
  */
 
 export interface LoadTarget {
@@ -10,7 +11,7 @@ export interface LoadTarget {
   readonly token: string
   readonly orgId: string
   readonly projectId: string
-  readonly runId: string
+  readonly runIds: ReadonlyArray<string>
   readonly runners: number
 }
 
@@ -22,7 +23,7 @@ export interface LoadStats {
   readonly lostRaces: number
   /** Jobs that more than one claim was granted for. */
   readonly doubleClaims: number
-  /** How many successful claims each job got. */
+  /** How many successful claims each job (`<runId>/<jobId>`) got. */
   readonly claimsPerJob: ReadonlyMap<string, number>
   /** Every claim request's latency, in milliseconds. */
   readonly claimLatenciesMs: ReadonlyArray<number>
@@ -70,7 +71,7 @@ const runStatusOf = (json: unknown): string => {
 
 /** Drives the run to its end with `runners` runners; the figures of the drive. */
 export const driveRun = async (target: LoadTarget): Promise<LoadStats> => {
-  const runPath = `/v1/organizations/${target.orgId}/projects/${target.projectId}/state/runs/${target.runId}`
+  const runsPath = `/v1/organizations/${target.orgId}/projects/${target.projectId}/state/runs`
   const claimsPerJob = new Map<string, number>()
   const claimLatenciesMs: Array<number> = []
   let claims = 0
@@ -82,6 +83,18 @@ export const driveRun = async (target: LoadTarget): Promise<LoadStats> => {
     const baseUrl = target.baseUrls[index % target.baseUrls.length] ?? ""
     const runnerId = `load-${index}`
     const call = (method: string, path: string, body?: unknown) => request(baseUrl, target.token, method, path, body)
+    // Each runner starts on its own run and moves to the next one when it has finished.
+    const order = target.runIds.map((_, k) => target.runIds[(index + k) % target.runIds.length] ?? "")
+    for (const runId of order) await drain(runId, runnerId, call)
+  }
+
+  const drain = async (
+    runId: string,
+    runnerId: string,
+    call: (method: string, path: string, body?: unknown) => ReturnType<typeof request>
+  ) => {
+    const runPath = `${runsPath}/${runId}`
+    const index = Number(runnerId.slice("load-".length))
     while (true) {
       const runnable = await call("GET", `${runPath}/runnable`)
       if (runnable.status !== 200) throw new Error(`runnable: ${runnable.status} ${JSON.stringify(runnable.json)}`)
@@ -107,7 +120,7 @@ export const driveRun = async (target: LoadTarget): Promise<LoadStats> => {
         const answer = dataOf(claim.json)
         if (answer["ok"] !== true) continue
         claims++
-        claimsPerJob.set(jobId, (claimsPerJob.get(jobId) ?? 0) + 1)
+        claimsPerJob.set(`${runId}/${jobId}`, (claimsPerJob.get(`${runId}/${jobId}`) ?? 0) + 1)
         const complete = await call("POST", `${runPath}/jobs/${jobId}:complete`, {
           runnerId,
           leaseEpoch: 1,

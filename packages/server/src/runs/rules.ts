@@ -87,18 +87,20 @@ export const countJobs = (jobs: ReadonlyArray<JobRow>): JobCounts => {
 
 const byId = (jobs: ReadonlyArray<JobRow>) => new Map<string, JobRow>(jobs.map((job) => [job.jobId, job]))
 
-/** The dependencies of `job` not yet succeeded or memoized. */
-export const waitingOn = (job: JobRow, jobs: ReadonlyArray<JobRow>): ReadonlyArray<JobKey> => {
-  const all = byId(jobs)
-  return job.dependsOn.filter((dep) => {
+const waitingIn = (job: JobRow, all: ReadonlyMap<string, JobRow>): ReadonlyArray<JobKey> =>
+  job.dependsOn.filter((dep) => {
     const found = all.get(dep)
     return found === undefined || !isDone(found.status)
   })
-}
+
+/** The dependencies of `job` not yet succeeded or memoized. */
+export const waitingOn = (job: JobRow, jobs: ReadonlyArray<JobRow>): ReadonlyArray<JobKey> => waitingIn(job, byId(jobs))
 
 /** Pending jobs whose dependencies all succeeded or were memoized, in declared order. */
-export const runnableJobs = (jobs: ReadonlyArray<JobRow>): ReadonlyArray<JobRow> =>
-  jobs.filter((job) => job.status === "pending" && waitingOn(job, jobs).length === 0)
+export const runnableJobs = (jobs: ReadonlyArray<JobRow>): ReadonlyArray<JobRow> => {
+  const all = byId(jobs)
+  return jobs.filter((job) => job.status === "pending" && waitingIn(job, all).length === 0)
+}
 
 /** Pending jobs behind a failed, timed-out or canceled dependency, directly or through other blocked jobs. */
 export const blockedJobs = (jobs: ReadonlyArray<JobRow>): ReadonlyArray<JobRow> => {

@@ -18,6 +18,7 @@ import {
   type Frontier,
   type HeartbeatInput,
   type Job,
+  type JobCounts,
   type JobKey,
   type Lease,
   type LeaseFence,
@@ -125,12 +126,15 @@ const createdByOf = (actor: Actor) => {
 }
 
 /**
- * A run locked for one change: its jobs as loaded, the changes made so far, and the events to append. `finish`
- * recomputes the run's status and counts and reports whether the run just finished.
+ * A run locked for one change: its jobs as loaded (all of them, or only the job a lease call names and its
+ * dependencies), the job counts kept up to date with every change, the changes made so far, and the events to append.
  */
 interface Working {
   run: RunRow
   readonly jobs: Map<string, JobRow>
+  /** Whether `jobs` holds every job of the run. */
+  readonly full: boolean
+  readonly counts: { -readonly [K in keyof JobCounts]: number }
   readonly changed: Set<string>
   readonly events: Array<RunEventRow>
   readonly now: Date
@@ -139,6 +143,9 @@ interface Working {
 const jobsOf = (working: Working): ReadonlyArray<JobRow> => Array.from(working.jobs.values())
 
 const setJob = (working: Working, job: JobRow) => {
+  const previous = working.jobs.get(job.jobId)
+  if (previous !== undefined) working.counts[previous.status]--
+  working.counts[job.status]++
   working.jobs.set(job.jobId, job)
   working.changed.add(job.jobId)
 }
@@ -261,15 +268,28 @@ export class RunsService extends Context.Service<RunsService, {
           description: `Run ${run.id} ${type.slice("run.".length)}`
         })
 
-      /** Loads the locked run and its jobs, with lapsed leases settled. */
-      const open = Effect.fnUntraced(function*(key: RunKey) {
+      /**
+       * Loads the locked run and its jobs (with `focus`, only that job and its dependencies: a lease call touches no
+       * other), with lapsed leases among them settled.
+       */
+      const open = Effect.fnUntraced(function*(key: RunKey, focus?: JobKey) {
         const run = yield* runs.lock(key).pipe(
           Effect.flatMap(Option.match({ onNone: () => Effect.fail(runNotFound(key.runId)), onSome: Effect.succeed }))
         )
         const now = yield* currentDate
+        let loaded: ReadonlyArray<JobRow>
+        if (focus === undefined) {
+          loaded = yield* runs.jobs(run.id)
+        } else {
+          const named = yield* runs.jobsNamed({ runId: run.id, jobIds: [focus] })
+          const deps = named[0]?.dependsOn ?? []
+          loaded = deps.length === 0 ? named : [...named, ...(yield* runs.jobsNamed({ runId: run.id, jobIds: deps }))]
+        }
         const working: Working = {
           run,
-          jobs: new Map((yield* runs.jobs(run.id)).map((job) => [job.jobId, job])),
+          jobs: new Map(loaded.map((job) => [job.jobId, job])),
+          full: focus === undefined,
+          counts: { ...(focus === undefined ? countJobs(loaded) : run.jobCounts) },
           changed: new Set(),
           events: [],
           now
@@ -278,16 +298,32 @@ export class RunsService extends Context.Service<RunsService, {
         return working
       })
 
+      /**
+       * The run's status after the change: from the counts when they decide it (canceled, all done, something
+       * running), else from the whole graph (what can still run), read now if only part of it was loaded.
+       */
+      const statusAfter = Effect.fnUntraced(function*(working: Working) {
+        const { counts, run } = working
+        const total = Object.values(counts).reduce((sum, n) => sum + n, 0)
+        if (run.canceledAt !== null) return "canceled" as const
+        if (counts.succeeded + counts.memoized === total) return "succeeded" as const
+        if (counts.running > 0) return "running" as const
+        if (working.full) return runStatusOf(run, jobsOf(working))
+        const all = new Map((yield* runs.jobs(run.id)).map((job) => [job.jobId, job]))
+        for (const job of working.jobs.values()) all.set(job.jobId, job)
+        return runStatusOf(run, Array.from(all.values()))
+      })
+
       /** Recomputes the run from its jobs, writes what changed, and records a finish on both logs. */
       const commit = Effect.fnUntraced(function*(working: Working, actor: EventActor) {
         const before = working.run.status
         const jobs = jobsOf(working)
-        const status = runStatusOf(working.run, jobs)
+        const status = yield* statusAfter(working)
         const finished = (status === "succeeded" || status === "failed") && before !== status
         const run: RunRow = {
           ...working.run,
           status,
-          jobCounts: countJobs(jobs),
+          jobCounts: { ...working.counts },
           finishedAt: status === "running" || status === "queued"
             ? null
             : finished
@@ -297,7 +333,10 @@ export class RunsService extends Context.Service<RunsService, {
         working.run = run
         if (finished) logEvent(working, "state.run.finished", null, { status })
         const changedJobs = jobs.filter((job) => working.changed.has(job.jobId))
-        if (changedJobs.length === 0 && working.events.length === 0 && run.status === before) return run
+        if (changedJobs.length === 0 && working.events.length === 0 && run.status === before) {
+          working.run = { ...run, jobCounts: working.run.jobCounts }
+          return working.run
+        }
         const saved: RunRow = { ...run, nextSeq: run.nextSeq + working.events.length }
         yield* runs.saveJobs(changedJobs)
         yield* runs.appendEvents(working.events)
@@ -314,10 +353,11 @@ export class RunsService extends Context.Service<RunsService, {
       const change = <A, E>(
         key: RunKey,
         actor: EventActor,
-        body: (working: Working) => Effect.Effect<A, E>
+        body: (working: Working) => Effect.Effect<A, E>,
+        focus?: JobKey
       ): Effect.Effect<A, E | NotFound> =>
         tx.withTransaction(Effect.gen(function*() {
-          const working = yield* open(key)
+          const working = yield* open(key, focus)
           const outcome = yield* Effect.result(body(working))
           yield* commit(working, actor)
           return outcome
@@ -568,7 +608,7 @@ export class RunsService extends Context.Service<RunsService, {
               logEvent(working, "state.job.claimed", claimed, { leaseSeconds })
               if (working.run.startedAt === null) working.run = { ...working.run, startedAt: now }
               return { ok: true, job: toJob(claimed), lease: leaseOf(claimed) } satisfies ClaimResult
-            }))
+            }), jobId)
         }),
 
         heartbeat: Effect.fn("Runs.heartbeat")(function*(key, jobId, input) {
@@ -584,7 +624,7 @@ export class RunsService extends Context.Service<RunsService, {
               }
               setJob(working, extended)
               return { lease: leaseOf(extended) }
-            }))
+            }), jobId)
         }),
 
         complete: Effect.fn("Runs.complete")(function*(actor, key, jobId, input) {
@@ -609,7 +649,7 @@ export class RunsService extends Context.Service<RunsService, {
                 { exitCode: done.exitCode }
               )
               return { job: toJob(done) }
-            }))
+            }), jobId)
         }),
 
         cancel: Effect.fn("Runs.cancel")(function*(actor, key, input) {
@@ -643,7 +683,7 @@ export class RunsService extends Context.Service<RunsService, {
 
         requireLease: (key, jobId, fence) =>
           Effect.gen(function*() {
-            const working = yield* open(key)
+            const working = yield* open(key, jobId)
             yield* commit(working, { actorType: "system", actorId: "system" })
             const job = yield* fenced(working, jobId, fence)
             return { run: working.run, job }
@@ -655,9 +695,12 @@ export class RunsService extends Context.Service<RunsService, {
             const claimed = yield* runs.claimExpired({ now, limit })
             let settled = 0
             for (const run of claimed) {
+              const all = yield* runs.jobs(run.id)
               const working: Working = {
                 run,
-                jobs: new Map((yield* runs.jobs(run.id)).map((job) => [job.jobId, job])),
+                jobs: new Map(all.map((job) => [job.jobId, job])),
+                full: true,
+                counts: { ...countJobs(all) },
                 changed: new Set(),
                 events: [],
                 now
