@@ -38,6 +38,8 @@ export class RunsRepo extends Context.Service<RunsRepo, {
   readonly save: (run: RunRow) => Effect.Effect<void>
   /** Every job of the run, in declared order. */
   readonly jobs: (runId: RunRow["id"]) => Effect.Effect<ReadonlyArray<JobRow>>
+  /** Pending jobs of the run whose dependencies all succeeded or were memoized, in declared order. */
+  readonly runnable: (runId: RunRow["id"]) => Effect.Effect<ReadonlyArray<JobRow>>
   /** The named jobs of the run that exist, in declared order. */
   readonly jobsNamed: (request: JobsOfRun) => Effect.Effect<ReadonlyArray<JobRow>>
   /** Stores each job's state. */
@@ -96,6 +98,14 @@ export class RunsRepo extends Context.Service<RunsRepo, {
       save: (run) => atomically((changes) => Effect.sync(() => changes.set(runs, run.id, run))),
       jobs: (runId) => Effect.sync(() => jobsOf(runId)),
       jobsNamed: ({ jobIds, runId }) => Effect.sync(() => jobsOf(runId).filter((row) => jobIds.includes(row.jobId))),
+      runnable: (runId) =>
+        Effect.sync(() => {
+          const all = jobsOf(runId)
+          const done = new Set(
+            all.filter((row) => row.status === "succeeded" || row.status === "memoized").map((row) => row.jobId)
+          )
+          return all.filter((row) => row.status === "pending" && row.dependsOn.every((dep) => done.has(dep)))
+        }),
       saveJobs: (rows) =>
         atomically((changes) =>
           Effect.sync(() => {
@@ -180,6 +190,14 @@ export class RunsRepo extends Context.Service<RunsRepo, {
               started_at = ${run.startedAt}, finished_at = ${run.finishedAt}, canceled_at = ${run.canceledAt}
             where id = ${run.id}`.pipe(Effect.asVoid)),
         jobs: (runId) => jobRows(sql`select * from jobs where run_id = ${runId} order by position`),
+        runnable: (runId) =>
+          jobRows(sql`
+            select j.* from jobs j
+            where j.run_id = ${runId} and j.status = 'pending' and not exists (
+              select 1 from jobs d
+              where d.run_id = j.run_id and d.job_id in (select jsonb_array_elements_text(j.depends_on))
+                and d.status not in ('succeeded', 'memoized'))
+            order by j.position`),
         jobsNamed: ({ jobIds, runId }) =>
           jobIds.length === 0 ? Effect.succeed([]) : jobRows(
             sql`select * from jobs where run_id = ${runId} and job_id in ${sql.in(jobIds)} order by position`

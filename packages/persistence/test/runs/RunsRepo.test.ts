@@ -98,6 +98,11 @@ describeContract("RunsRepo", Repos, (it, backend) => {
       assert.deepStrictEqual(yield* runs.find({ orgId, projectId, runId: run.id }), Option.some(run))
       assert.deepStrictEqual(yield* runs.jobs(run.id), jobs)
       assert.deepStrictEqual(yield* runs.jobsNamed({ runId: run.id, jobIds: [jobKey("a")] }), jobs.slice(1))
+      // Runnable: pending with every dependency done (`b` waits for `a`).
+      assert.deepStrictEqual(yield* runs.runnable(run.id), jobs.slice(1))
+      const a = jobs[1]
+      if (a !== undefined) yield* runs.saveJobs([{ ...a, status: "memoized" }])
+      assert.deepStrictEqual((yield* runs.runnable(run.id)).map((job) => job.jobId), ["b"])
       const again = yield* Effect.flip(runs.insert(run, []))
       assert.instanceOf(again, UniqueViolation)
       const other = yield* scope

@@ -509,7 +509,8 @@ export class RunsService extends Context.Service<RunsService, {
         }),
 
         runnable: Effect.fn("Runs.runnable")(function*(key) {
-          return { jobs: runnableJobs(yield* readJobs(key)).map(toJob) }
+          const run = yield* findRun(key)
+          return { jobs: (yield* runs.runnable(run.id)).map(toJob) }
         }),
 
         frontier: Effect.fn("Runs.frontier")(function*(key) {
