@@ -136,10 +136,10 @@ const roleHolder = (orgId: string, role: WorkspaceRole) =>
   Effect.tap(signInCaller, (caller) => seedMember(orgId, caller.userId, role))
 
 /**
- * A workflow actor of the workspace: an OIDC-enabled link of the matrix project, and a credential minted through the
- * simulator issuer and the exchange (fresh for each route, as credentials live minutes).
+ * An OIDC-enabled link of the workspace's matrix project to a fresh repository, and how to mint a simulator JWT for
+ * that repository (what a CI provider would hand its workflow).
  */
-const workflowOf = (ctx: Ctx) =>
+const oidcLinkOf = (ctx: Ctx) =>
   Effect.gen(function*() {
     const { baseUrl } = yield* TestServer
     const { projectId } = yield* configScopeOf(ctx)
@@ -150,15 +150,27 @@ const workflowOf = (ctx: Ctx) =>
       projectSlug: project.project.slug,
       ciSettings: { oidcEnabled: true }
     })
+    const jwt = Effect.map(
+      call(baseUrl, "POST", "/dev/oidc/token", {
+        body: { claims: { sub: `repo:${repository}`, repository, ref: "refs/heads/main" } }
+      }),
+      (res) => ok(res, { token: Schema.String }).token
+    )
+    return { baseUrl, projectId, jwt }
+  })
+
+/**
+ * A workflow actor of the workspace: a credential minted through the simulator issuer and the exchange (fresh for
+ * each route, as credentials live minutes).
+ */
+const workflowOf = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { baseUrl, jwt, projectId } = yield* oidcLinkOf(ctx)
     const credential = Effect.gen(function*() {
-      const jwt = ok(
-        yield* call(baseUrl, "POST", "/dev/oidc/token", {
-          body: { claims: { sub: `repo:${repository}`, repository, ref: "refs/heads/main" } }
-        }),
-        { token: Schema.String }
-      ).token
       const exchanged = ok(
-        yield* call(baseUrl, "POST", "/v1/auth/oidc/exchange", { body: { token: jwt, orgId: ctx.orgId, projectId } }),
+        yield* call(baseUrl, "POST", "/v1/auth/oidc/exchange", {
+          body: { token: yield* jwt, orgId: ctx.orgId, projectId }
+        }),
         { token: Schema.String }
       )
       const caller: Caller = { token: exchanged.token, userId: "", email: freshEmail("workflow") }
@@ -466,20 +478,8 @@ const oidcFixtures: Record<string, Fixture> = {
   "oidc.exchange": {
     request: (ctx) =>
       Effect.gen(function*() {
-        const { baseUrl } = yield* TestServer
-        const { projectId } = yield* configScopeOf(ctx)
-        const project = yield* asCreator(ctx, "GET", `/projects/${projectId}`, { project: Project })
-        const repository = `matrix/${randomUUID().slice(0, 8)}`
-        yield* asCreator(ctx, "POST", "/cli/links", { link: CliLink }, {
-          remoteUrl: `https://github.com/${repository}`,
-          projectSlug: project.project.slug,
-          ciSettings: { oidcEnabled: true }
-        })
-        const token = ok(
-          yield* call(baseUrl, "POST", "/dev/oidc/token", { body: { claims: { sub: "matrix", repository } } }),
-          { token: Schema.String }
-        ).token
-        return { body: { token, orgId: ctx.orgId, projectId } }
+        const { jwt, projectId } = yield* oidcLinkOf(ctx)
+        return { body: { token: yield* jwt, orgId: ctx.orgId, projectId } }
       })
   },
   "oidc.devJwks": { request: none },
