@@ -83,7 +83,15 @@ const required: Readonly<Record<string, ReadonlyArray<string>>> = {
   "config resolve": ["region"],
   "flags list": [],
   "flags create": ["beta"],
-  "flags set": ["beta"]
+  "flags set": ["beta"],
+  "link": [],
+  "runs list": ["web"],
+  "runs get": ["web", "01JD0000000000000000000000"],
+  "runs cancel": ["web", "01JD0000000000000000000000"],
+  "runs log": ["web", "01JD0000000000000000000000"],
+  "jobs list": ["web", "01JD0000000000000000000000"],
+  "logs tail": ["web", "01JD0000000000000000000000", "build"],
+  "runner": ["web", "01JD0000000000000000000000", "--command", "true"]
 }
 
 describe("cpctl command tree", () => {
