@@ -89,7 +89,15 @@ const required: Readonly<Record<string, ReadonlyArray<string>>> = {
   "agents providers update": ["apc_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
   "agents providers verify": ["apc_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
   "agents providers disconnect": ["apc_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
-  "admin rotate-kek": []
+  "admin rotate-kek": [],
+  "link": [],
+  "runs list": ["web"],
+  "runs get": ["web", "01JD0000000000000000000000"],
+  "runs cancel": ["web", "01JD0000000000000000000000"],
+  "runs log": ["web", "01JD0000000000000000000000"],
+  "jobs list": ["web", "01JD0000000000000000000000"],
+  "logs tail": ["web", "01JD0000000000000000000000", "build"],
+  "runner": ["web", "01JD0000000000000000000000", "--command", "true"]
 }
 
 describe("cpctl command tree", () => {

@@ -16,6 +16,7 @@
  */
 import {
   AgentProviderConnection,
+  CliLink,
   ControlPlaneApi,
   CreatedApiKey,
   Environment,
@@ -32,6 +33,7 @@ import {
   RequiredAccess,
   type Requirement,
   rolePermissions,
+  Run,
   Secret,
   Setting,
   Team,
@@ -47,6 +49,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { HttpApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
+import { monotonicFactory } from "ulid"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { ok, type Res, wire } from "./support/envelope.ts"
 import { seedMember } from "./support/seed.ts"
@@ -111,6 +114,8 @@ class World extends Context.Service<World, {
   readonly creator: Caller
   readonly roles: Readonly<Record<WorkspaceRole, Caller>>
   readonly outsider: Caller & { readonly orgId: string }
+  /** The project a workflow actor (OIDC exchange) is bound to, and how to mint its credential. */
+  readonly workflow: { readonly projectId: string; readonly credential: Effect.Effect<Caller, never, TestServer> }
 }>()("test/SecurityMatrix/World") {}
 
 const signInCaller = Effect.gen(function*() {
@@ -136,6 +141,50 @@ const personalWorkspaceOf = (caller: Caller) =>
 const roleHolder = (orgId: string, role: WorkspaceRole) =>
   Effect.tap(signInCaller, (caller) => seedMember(orgId, caller.userId, role))
 
+/**
+ * An OIDC-enabled link of the workspace's matrix project to a fresh repository, and how to mint a simulator JWT for
+ * that repository (what a CI provider would hand its workflow).
+ */
+const oidcLinkOf = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* TestServer
+    const { projectId } = yield* configScopeOf(ctx)
+    const project = yield* asCreator(ctx, "GET", `/projects/${projectId}`, { project: Project })
+    const repository = `matrix/${randomUUID().slice(0, 8)}`
+    yield* asCreator(ctx, "POST", "/cli/links", { link: CliLink }, {
+      remoteUrl: `https://github.com/${repository}`,
+      projectSlug: project.project.slug,
+      ciSettings: { oidcEnabled: true }
+    })
+    const jwt = Effect.map(
+      call(baseUrl, "POST", "/dev/oidc/token", {
+        body: { claims: { sub: `repo:${repository}`, repository, ref: "refs/heads/main" } }
+      }),
+      (res) => ok(res, { token: Schema.String }).token
+    )
+    return { baseUrl, projectId, jwt }
+  })
+
+/**
+ * A workflow actor of the workspace: a credential minted through the simulator issuer and the exchange (fresh for
+ * each route, as credentials live minutes).
+ */
+const workflowOf = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { baseUrl, jwt, projectId } = yield* oidcLinkOf(ctx)
+    const credential = Effect.gen(function*() {
+      const exchanged = ok(
+        yield* call(baseUrl, "POST", "/v1/auth/oidc/exchange", {
+          body: { token: yield* jwt, orgId: ctx.orgId, projectId }
+        }),
+        { token: Schema.String }
+      )
+      const caller: Caller = { token: exchanged.token, userId: "", email: freshEmail("workflow") }
+      return caller
+    })
+    return { projectId, credential }
+  })
+
 const WorldLive = Layer.effect(
   World,
   Effect.gen(function*() {
@@ -144,7 +193,8 @@ const WorldLive = Layer.effect(
     const roles = {} as Record<WorkspaceRole, Caller>
     for (const role of workspaceRoles) roles[role] = yield* roleHolder(orgId, role)
     const outsider = yield* signInCaller
-    return { orgId, creator, roles, outsider: { ...outsider, orgId: yield* personalWorkspaceOf(outsider) } }
+    const workflow = yield* workflowOf({ orgId, creator, caller: creator })
+    return { orgId, creator, roles, outsider: { ...outsider, orgId: yield* personalWorkspaceOf(outsider) }, workflow }
   })
 )
 
@@ -534,12 +584,137 @@ const webhookFixtures: Record<string, Fixture> = {
   }
 }
 
+const nextRunId = monotonicFactory()
+
+/**
+ * A fresh run of one job `a` in the workspace's matrix project (and its environment), made by the creator; with a
+ * lease on `a` if asked.
+ */
+const newRun = (ctx: Ctx, leased = false) =>
+  Effect.gen(function*() {
+    const { environmentId, projectId } = yield* configScopeOf(ctx)
+    const runId = nextRunId()
+    const state = `/projects/${projectId}/state/runs`
+    yield* asCreator(ctx, "POST", state, { run: Run }, { runId, environmentId, jobs: [{ jobId: "a" }] })
+    if (leased) yield* asCreator(ctx, "POST", `${state}/${runId}/jobs/a:claim`, {}, { runnerId: "matrix" })
+    return { projectId, runId }
+  })
+
+/** A fresh link of the workspace's matrix project, made by the creator. */
+const newLink = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { projectId } = yield* configScopeOf(ctx)
+    const project = yield* asCreator(ctx, "GET", `/projects/${projectId}`, { project: Project })
+    const data = yield* asCreator(ctx, "POST", "/cli/links", { link: CliLink }, {
+      remoteUrl: `https://github.com/matrix/${randomUUID().slice(0, 8)}`,
+      projectSlug: project.project.slug
+    })
+    return { projectId, linkId: data.link.id }
+  })
+
+const linkFixtures: Record<string, Fixture> = {
+  "cliLinks.create": {
+    request: (ctx) =>
+      Effect.map(configScopeOf(ctx), () => ({
+        body: { remoteUrl: `https://github.com/matrix/${randomUUID().slice(0, 8)}` }
+      }))
+  },
+  "cliLinks.list": { request: none },
+  "cliLinks.listForProject": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } }))
+  },
+  "cliLinks.update": {
+    request: (ctx) => Effect.map(newLink(ctx), (params) => ({ params, body: { ciSettings: { oidcEnabled: true } } }))
+  },
+  "cliLinks.unlink": { request: (ctx) => Effect.map(newLink(ctx), (params) => ({ params })) },
+  "cliLinkResolve.resolve": {
+    request: () => Effect.succeed({ query: { remoteUrl: "https://github.com/matrix/none" } })
+  }
+}
+
+const oidcFixtures: Record<string, Fixture> = {
+  "oidc.exchange": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const { jwt, projectId } = yield* oidcLinkOf(ctx)
+        return { body: { token: yield* jwt, orgId: ctx.orgId, projectId } }
+      })
+  },
+  "oidc.devJwks": { request: none },
+  "oidc.devToken": { request: () => Effect.succeed({ body: { claims: { sub: "matrix" } } }) }
+}
+
+const runFixtures: Record<string, Fixture> = {
+  "runs.create": {
+    request: (ctx) =>
+      Effect.map(configScopeOf(ctx), ({ projectId }) => ({
+        params: { projectId },
+        body: { runId: nextRunId(), jobs: [{ jobId: "a" }] }
+      }))
+  },
+  "runs.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "runs.get": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.jobs": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.runnable": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.frontier": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.log": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params })) },
+  "runs.cancel": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params, body: {} })) },
+  "runs.claim": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx), (params) => ({ params: { ...params, jobId: "a" }, body: { runnerId: "m" } }))
+  },
+  "runs.heartbeat": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params: { ...params, jobId: "a" },
+        body: { runnerId: "matrix", leaseEpoch: 1 }
+      }))
+  },
+  "jobLogs.append": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params: { ...params, jobId: "a" },
+        body: { runnerId: "matrix", leaseEpoch: 1, seq: 0, content: "line\n" }
+      }))
+  },
+  "runSecrets.resolve": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params,
+        body: { runnerId: "matrix", leaseEpoch: 1, jobId: "a", names: ["MATRIX_NONE"] }
+      }))
+  },
+  "runSecrets.output": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params,
+        body: {
+          runnerId: "matrix",
+          leaseEpoch: 1,
+          jobId: "a",
+          secrets: { [`OUT_${randomUUID().slice(0, 8).toUpperCase()}`]: "v" }
+        }
+      }))
+  },
+  "jobLogs.read": { request: (ctx) => Effect.map(newRun(ctx), (params) => ({ params: { ...params, jobId: "a" } })) },
+  "runs.complete": {
+    request: (ctx) =>
+      Effect.map(newRun(ctx, true), (params) => ({
+        params: { ...params, jobId: "a" },
+        body: { runnerId: "matrix", leaseEpoch: 1, outcome: "succeeded" }
+      }))
+  }
+}
+
 /**
  * One fixture per route, keyed `<group>.<endpoint>`. A route added to the API without one fails this suite: add its
  * fixture here, a request the route accepts for an allowed caller.
  */
 const fixtures: Readonly<Record<string, Fixture>> = {
   ...webhookFixtures,
+  ...runFixtures,
+  ...linkFixtures,
+  ...oidcFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),
   ...secretFixtures("projectSecrets", newProjectScope, (p) => `/projects/${p["projectId"]}`),
   ...secretFixtures(
@@ -734,13 +909,14 @@ const outcomeOf = (route: Route, fixture: Fixture, res: Res): Outcome => {
   return `unexpected ${res.status} ${res.text.slice(0, 300)}`
 }
 
-type Column = WorkspaceRole | "outsider" | "anonymous" | "outsider-naming-our-resources"
+type Column = WorkspaceRole | "outsider" | "anonymous" | "outsider-naming-our-resources" | "workflow"
 
 /** What the requirement and the role matrix say each caller gets. */
 const expectedOutcome = (route: Route, column: Column): Outcome => {
   const { requirement } = route
   if (column === "anonymous") return requirement._tag === "None" ? "allow" : "deny:401"
   if (column === "outsider-naming-our-resources") return "deny:404"
+  if (column === "workflow") return "deny:403"
   if (column === "outsider") {
     if (route.workspaceScoped && !route.reachesHidden) return "deny:404"
     return requirement._tag === "Permission" ? "deny:404" : "allow"
@@ -750,13 +926,33 @@ const expectedOutcome = (route: Route, column: Column): Outcome => {
 }
 
 const pathOf = (route: Route, orgId: string, req: Req) => {
+  // `:jobId:claim`: a parameter, then a literal custom verb.
   const path = route.path.replace(
-    /:(\w+)/g,
-    (_, name: string) => encodeURIComponent(name === "orgId" ? orgId : req.params?.[name] ?? `missing-${name}`)
+    /:(\w+)(:\w+)?/g,
+    (_, name: string, verb: string | undefined) =>
+      encodeURIComponent(name === "orgId" ? orgId : req.params?.[name] ?? `missing-${name}`) + (verb ?? "")
   )
   const query = new URLSearchParams(req.query ?? {}).toString()
   return query === "" ? path : `${path}?${query}`
 }
+
+/**
+ * What a workflow actor gets (run-state.md §8): the project_builder set within its bound project, nothing at
+ * workspace level. Checked on routes open to anyone and on workspace routes that need a permission.
+ */
+const expectedForWorkflow = (route: Route, req: Req, boundProject: string): Outcome => {
+  const { requirement } = route
+  if (requirement._tag === "None") return "allow"
+  if (requirement._tag !== "Permission") return "deny:403"
+  return rolePermissions.project_builder.has(requirement.permission) && req.params?.["projectId"] === boundProject
+    ? "allow"
+    : "deny:403"
+}
+
+/** Whether a workflow actor is checked on this route: routes open to anyone, and workspace permission routes. */
+const checksWorkflow = (route: Route, fixture: Fixture) =>
+  fixture.freshCaller !== true && !route.reachesHidden &&
+  (route.requirement._tag === "None" || (route.workspaceScoped && route.requirement._tag === "Permission"))
 
 /** Whether the request names this workspace's resources: ids in the path beyond the workspace, or in the body. */
 const namesResources = (route: Route, fixture: Fixture) =>
@@ -830,6 +1026,13 @@ for (const backend of sqlBackends) {
           }
 
           const expected = actual.map(([column]) => [column, expectedOutcome(route, column)] as const)
+          // A workflow actor bound to the matrix project (its expectation depends on the project the request names).
+          if (checksWorkflow(route, fixture)) {
+            const workflow = yield* world.workflow.credential
+            const req = yield* fixture.request(ctx(workflow))
+            actual.push(yield* callAs("workflow", workflow, world.orgId, req))
+            expected.push(["workflow", expectedForWorkflow(route, req, world.workflow.projectId)] as const)
+          }
           assert.deepStrictEqual(Object.fromEntries(actual), Object.fromEntries(expected))
         }))
     }

@@ -7,14 +7,18 @@ import { wire } from "./envelope.ts"
 
 const bin = fileURLToPath(new URL("../../packages/cli/src/bin.ts", import.meta.url))
 
-/** Runs `cpctl` with only `env` (plus `NO_COLOR=1`) and optional stdin; collects its output and exit code. */
-export const cpctlRun = (env: Record<string, string>, args: ReadonlyArray<string>, stdin?: string) =>
+/**
+ * Runs `cpctl` with only `env` (plus `NO_COLOR=1`), optional stdin and working directory; collects its output and exit
+ * code.
+ */
+export const cpctlRun = (env: Record<string, string>, args: ReadonlyArray<string>, stdin?: string, cwd?: string) =>
   Effect.gen(function*() {
     const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
     const handle = yield* spawner.spawn(
       ChildProcess.make(process.execPath, [bin, ...args], {
         env: { ...env, NO_COLOR: "1" },
         extendEnv: false,
+        ...(cwd === undefined ? {} : { cwd }),
         ...(stdin === undefined ? {} : { stdin: Stream.make(new TextEncoder().encode(stdin)) })
       })
     )

@@ -106,8 +106,11 @@ const segment = (value: string): string => {
   }
 }
 
+/** A path parameter, and the literal custom verb that may follow it (`:jobId:claim`). */
+const PARAM = /:(\w+)(:\w+)?/g
+
 const fillPath = (template: string, params: Readonly<Record<string, string>>) =>
-  template.replace(/:(\w+)/g, (_, name: string) => segment(params[name] ?? "x"))
+  template.replace(PARAM, (_, name: string, verb: string | undefined) => segment(params[name] ?? "x") + (verb ?? ""))
 
 const queryString = (query: Readonly<Record<string, unknown>>): string => {
   const parts: Array<string> = []
@@ -196,7 +199,7 @@ export const requestsFor = Effect.fnUntraced(function*(
   const bodies = yield* sampled(payload, 0, "payload")
   const queries = yield* sampled(endpoint.query, 1, "query")
   const paramSamples = yield* sampled(endpoint.params, 2, "params")
-  const paramNames = [...target.path.matchAll(/:(\w+)/g)].map((match) => match[1] ?? "")
+  const paramNames = [...target.path.matchAll(PARAM)].map((match) => match[1] ?? "")
   const seededParams = Object.fromEntries(paramNames.map((name) => [name, options.params[name] ?? "x"]))
   const hasBody = payload !== undefined
   const requests: Array<FuzzRequest> = []

@@ -4,15 +4,21 @@
  * code it ends with: 1 a failure, 2 a usage mistake, 4 not signed in (or a rejected token), 130 interrupted.
  */
 import type {
+  AlreadyClaimed,
   BadRequest,
   Conflict,
+  ContractVersionUnsupported,
+  DepsNotReady,
   ErrorDetails,
   Forbidden,
+  LeaseLost,
   NotFound,
+  PayloadTooLarge,
   PreconditionFailed,
   ProviderConnectionConflict,
   ProviderUnavailable,
   RateLimited,
+  RunTerminal,
   ValidationFailed
 } from "@cp/domain"
 import { Unauthenticated } from "@cp/domain"
@@ -40,6 +46,12 @@ export const usageError = (message: string, code = "usage") => new CliFailure({ 
 
 /** The wire errors the commands' endpoints declare; each carries the server's `{ code, message, details }`. */
 export type WireError =
+  | AlreadyClaimed
+  | ContractVersionUnsupported
+  | DepsNotReady
+  | LeaseLost
+  | PayloadTooLarge
+  | RunTerminal
   | BadRequest
   | Conflict
   | Forbidden

@@ -13,6 +13,7 @@ import { invitations } from "./commands/invitations.ts"
 import { members } from "./commands/members.ts"
 import { envs, projects } from "./commands/projects.ts"
 import { quotas } from "./commands/quotas.ts"
+import { jobs, link, logs, runner, runs } from "./commands/runs.ts"
 import { secrets } from "./commands/secrets.ts"
 import { teams } from "./commands/teams.ts"
 import { usage } from "./commands/usage.ts"
@@ -45,7 +46,12 @@ export const cpctl = Command.make("cpctl").pipe(
     usage,
     quotas,
     agents,
-    admin
+    admin,
+    link,
+    runs,
+    jobs,
+    logs,
+    runner
   ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )

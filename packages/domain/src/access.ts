@@ -169,8 +169,8 @@ export type Via = typeof Via.Type
  */
 export type Grant = Via & {
   /**
-   * When present, the grant confers only these of its role's permissions. Workflow (CI) actors hold such a grant:
-   * `environment.read` within their token-bound project, nothing else (spec: Projects and environments).
+   * When present, the grant confers only these of its role's permissions (a narrowed grant; no role binding makes one
+   * today: workflow actors hold the whole `project_builder` set within their project).
    */
   readonly only?: ReadonlySet<Permission>
 }

@@ -6,11 +6,16 @@ import { ApiKeysApi } from "./apiKeys.ts"
 import { AuditApi } from "./audit.ts"
 import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi } from "./config.ts"
 import { IdentityApi, SessionApi } from "./identity.ts"
+import { JobLogsApi } from "./jobLogs.ts"
+import { CliLinkResolveApi, CliLinksApi } from "./links.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { UsageApi } from "./metering.ts"
+import { OidcApi } from "./oidc.ts"
 import { ProjectsApi } from "./projects.ts"
 import { QuotasApi } from "./quotas.ts"
 import { finishReference, introduction } from "./reference.ts"
+import { RunsApi } from "./runs.ts"
+import { RunSecretsApi } from "./runSecrets.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
@@ -40,6 +45,12 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(QuotasApi)
   .add(AgentProvidersApi)
   .add(AdminApi)
+  .add(RunsApi)
+  .add(JobLogsApi)
+  .add(RunSecretsApi)
+  .add(CliLinksApi)
+  .add(CliLinkResolveApi)
+  .add(OidcApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

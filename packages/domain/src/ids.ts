@@ -22,7 +22,8 @@ export const IdPrefix = {
   webhookEndpoint: "whe_",
   webhookSubscription: "whs_",
   deliveryAttempt: "whd_",
-  quota: "quo_"
+  quota: "quo_",
+  cliLink: "wsl_"
 } as const
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"

@@ -39,6 +39,17 @@ export const Envelope = <const F extends Schema.Struct.Fields>(fields: F) => {
   )
 }
 
+/** `{ data, meta }` around a union of answers (a claim's outcomes); the client decodes back to the answer. */
+export const EnvelopeOf = <A, I, RD, RE>(Data: Schema.Codec<A, I, RD, RE>) =>
+  Schema.Struct({ data: Data, meta: Meta }).pipe(
+    Schema.decodeTo(Schema.toType(Data), {
+      decode: SchemaGetter.transform((envelope: { readonly data: A }) => envelope.data),
+      encode: SchemaGetter.transformEffect((value: A) =>
+        Effect.map(currentRequestId, (requestId) => ({ data: value, meta: { requestId, cursor: null } }))
+      )
+    })
+  )
+
 /** A page as services return it: the data and the cursor of the next page. */
 export interface Paged<A> {
   readonly data: A

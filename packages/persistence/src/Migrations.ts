@@ -16,6 +16,7 @@ import secrets from "./migrations/0010_secrets.ts"
 import webhooks from "./migrations/0011_webhooks.ts"
 import metering from "./migrations/0012_metering.ts"
 import agents from "./migrations/0013_agents.ts"
+import runState from "./migrations/0014_run_state.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -31,7 +32,8 @@ export const migrations = {
   "0010_secrets": secrets,
   "0011_webhooks": webhooks,
   "0012_metering": metering,
-  "0013_agents": agents
+  "0013_agents": agents,
+  "0014_run_state": runState
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

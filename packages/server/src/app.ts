@@ -26,6 +26,7 @@ import { InvitationsHttp, MembersHttp } from "./members/http.ts"
 import { InvitationsService } from "./members/invitations.ts"
 import { MembersService } from "./members/service.ts"
 import { ApiMiddlewareLive } from "./platform/apiMiddleware.ts"
+import { ContractVersionGateLive } from "./platform/contractVersion.ts"
 import { EdgeLive } from "./platform/edge.ts"
 import { Entitlements } from "./platform/entitlements.ts"
 import { EventLog } from "./platform/events.ts"
@@ -38,6 +39,13 @@ import { ProjectsService } from "./projects/service.ts"
 import { EnvironmentSweep } from "./projects/sweep.ts"
 import { QuotasHttp } from "./quotas/http.ts"
 import { QuotasService } from "./quotas/service.ts"
+import { CliLinkResolveHttp, CliLinksHttp, JobLogsHttp, OidcHttp, RunSecretsHttp, RunsHttp } from "./runs/http.ts"
+import { CliLinksService } from "./runs/links.ts"
+import { JobLogsService } from "./runs/logs.ts"
+import { WorkflowCredentials } from "./runs/oidc.ts"
+import { RunSecretsService } from "./runs/secrets.ts"
+import { RunsService } from "./runs/service.ts"
+import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
 import { SystemHttp } from "./system/http.ts"
@@ -77,6 +85,15 @@ const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
  */
 const Services = OAuthService.layer.pipe(
   Layer.provideMerge(IdentityService.layer),
+  Layer.provideMerge(
+    Layer.mergeAll(
+      LeaseSweep.layer,
+      JobLogsService.layer,
+      CliLinksService.layer,
+      WorkflowCredentials.layer,
+      RunSecretsService.layer
+    )
+  ),
   Layer.provideMerge(Layer.mergeAll(
     WorkspacesService.layer,
     MembersService.layer,
@@ -85,6 +102,7 @@ const Services = OAuthService.layer.pipe(
     ApiKeysService.layer,
     ProjectsService.layer,
     EnvironmentSweep.layer,
+    RunsService.layer,
     ConfigService.layer,
     SecretsService.layer,
     WebhooksService.layer,
@@ -92,7 +110,7 @@ const Services = OAuthService.layer.pipe(
     AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer))
   )),
   Layer.provideMerge(WebhookDelivery),
-  Layer.provideMerge(Layer.mergeAll(Platform, Resolvers))
+  Layer.provideMerge(Layer.mergeAll(Platform, Resolvers.pipe(Layer.provide(Platform))))
 )
 
 /** The typed API: one handler group per area, behind the middleware every endpoint declares. */
@@ -118,9 +136,15 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     UsageHttp,
     QuotasHttp,
     AgentProvidersHttp,
-    AdminHttp
+    AdminHttp,
+    RunsHttp,
+    JobLogsHttp,
+    CliLinksHttp,
+    CliLinkResolveHttp,
+    OidcHttp,
+    RunSecretsHttp
   ]),
-  Layer.provide(ApiMiddlewareLive)
+  Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )
 
 /** The page's icon, inline so the page asks nothing of any other origin. */
@@ -145,8 +169,8 @@ const scalar: HttpApiScalar.ScalarConfig & { readonly showDeveloperTools: "never
 const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs", scalar })
 
 /**
- * The HTTP side: the edge in front of the typed API, the docs and the development simulators; plus the idle sweep and
- * the webhook delivery worker, which serve no route.
+ * The HTTP side: the edge in front of the typed API, the docs and the development simulators; plus the idle sweep, the
+ * webhook delivery worker and the lease sweep, which serve no route.
  */
 const Http = Layer.mergeAll(
   ApiRoutes,
@@ -154,7 +178,8 @@ const Http = Layer.mergeAll(
   EdgeLive,
   AgentSimulatorRoutes,
   EnvironmentSweep.background,
-  WebhookWorker.background
+  WebhookWorker.background,
+  LeaseSweep.background
 )
 
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */

@@ -3,6 +3,7 @@ import {
   AgentConnectionsRepo,
   ApiKeysRepo,
   ChallengesRepo,
+  CliLinksRepo,
   ConfigRepo,
   DatabaseHealth,
   EntitlementsRepo,
@@ -10,6 +11,7 @@ import {
   EventLogRepo,
   IdempotencyRepo,
   InvitationsRepo,
+  JobLogsRepo,
   MembersRepo,
   OAuthRepo,
   OrganizationsRepo,
@@ -18,6 +20,7 @@ import {
   QuotasRepo,
   RateLimitRepo,
   RoleBindingsRepo,
+  RunsRepo,
   SecretsRepo,
   SecurityEventsRepo,
   ServerSecretsRepo,
@@ -61,7 +64,10 @@ export const RepositoriesSql = Layer.mergeAll(
   UsageRepo.sql,
   QuotasRepo.sql,
   ViolationsRepo.sql,
-  AgentConnectionsRepo.sql
+  AgentConnectionsRepo.sql,
+  RunsRepo.sql,
+  JobLogsRepo.sql,
+  CliLinksRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -93,5 +99,8 @@ export const RepositoriesMemory = Layer.mergeAll(
   UsageRepo.memory,
   QuotasRepo.memory,
   ViolationsRepo.memory,
-  AgentConnectionsRepo.memory
+  AgentConnectionsRepo.memory,
+  RunsRepo.memory,
+  JobLogsRepo.memory,
+  CliLinksRepo.memory
 )

@@ -11,7 +11,7 @@ import { atomically } from "../Memory.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { insertRow } from "../stored.ts"
 import { ProjectTables } from "./ProjectTables.ts"
-import { ProjectKey, ProjectRow, ProjectSlugFamily, ProjectsPage, ProjectTransition } from "./rows.ts"
+import { ProjectKey, ProjectRow, ProjectSlugFamily, ProjectSlugKey, ProjectsPage, ProjectTransition } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of a project slug already taken in the workspace. */
 export const projectsSlugConstraint = "projects_org_slug_key"
@@ -28,6 +28,8 @@ export class ProjectsRepo extends Context.Service<ProjectsRepo, {
   readonly insert: (project: ProjectRow) => Effect.Effect<void, UniqueViolation>
   /** The project with this id in this workspace, active or archived (a project of another workspace is None). */
   readonly findById: (key: ProjectKey) => Effect.Effect<Option.Option<ProjectRow>>
+  /** The workspace's project with this slug, active or archived. */
+  readonly findBySlug: (key: ProjectSlugKey) => Effect.Effect<Option.Option<ProjectRow>>
   /** Up to `limit` of the workspace's projects (active and archived) strictly after `after`, newest first. */
   readonly list: (page: ProjectsPage) => Effect.Effect<ReadonlyArray<ProjectRow>>
   /** The workspace's taken slugs among `base` and `base-<n>`. */
@@ -58,6 +60,8 @@ export class ProjectsRepo extends Context.Service<ProjectsRepo, {
       return ProjectsRepo.of({
         insert: (row) => insertUnique(projects, row.id, row, uniques),
         findById: (key) => Effect.sync(() => projectIn(key)),
+        findBySlug: ({ orgId, slug }) =>
+          Effect.sync(() => Option.fromUndefinedOr(inWorkspace(orgId).find((row) => row.slug === slug))),
         list: (page) => Effect.sync(() => windowOf(inWorkspace(page.orgId), idPosition, page)),
         slugsStartingWith: ({ orgId, base }) =>
           Effect.sync(() => inWorkspace(orgId).filter((row) => isSlugOfFamily(base)(row.slug)).map((row) => row.slug)),
@@ -90,6 +94,14 @@ export class ProjectsRepo extends Context.Service<ProjectsRepo, {
             Request: ProjectKey,
             Result: ProjectRow,
             execute: ({ orgId, projectId }) => sql`select * from projects where id = ${projectId} and org_id = ${orgId}`
+          }),
+          Effect.orDie
+        ),
+        findBySlug: flow(
+          SqlSchema.findOneOption({
+            Request: ProjectSlugKey,
+            Result: ProjectRow,
+            execute: ({ orgId, slug }) => sql`select * from projects where org_id = ${orgId} and slug = ${slug}`
           }),
           Effect.orDie
         ),

@@ -17,6 +17,10 @@ export type EnvironmentRow = typeof EnvironmentRow.Type
 export const ProjectKey = Schema.Struct({ orgId: OrgId, projectId: ProjectId })
 export type ProjectKey = typeof ProjectKey.Type
 
+/** One project of one workspace, by its slug. */
+export const ProjectSlugKey = Schema.Struct({ orgId: OrgId, slug: Schema.String })
+export type ProjectSlugKey = typeof ProjectSlugKey.Type
+
 /** A page of the workspace's projects (active and archived). */
 export const ProjectsPage = Schema.Struct({ orgId: OrgId, ...pageFields })
 export type ProjectsPage = typeof ProjectsPage.Type

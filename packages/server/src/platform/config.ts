@@ -64,7 +64,24 @@ export interface AppConfigShape {
   readonly webhookExtraCaCerts: Option.Option<string>
   /** Run the webhook delivery worker in this process (`WEBHOOK_WORKER=0` turns it off; default on). */
   readonly webhookWorker: boolean
+  /** The source host's web host (`SCMHOST_WEB_HOST`): links to it have provider `scmhost`, others `git`. */
+  readonly scmhostWebHost: string
+  /** CI OIDC issuers trusted by the workflow-credential exchange (`CI_OIDC_ISSUERS`, a JSON array). */
+  readonly ciOidcIssuers: ReadonlyArray<OidcIssuer>
 }
+
+/** A trusted CI OIDC issuer: tokens must carry this `iss` and `aud` and verify against the JWKS. */
+export interface OidcIssuer {
+  readonly issuer: string
+  readonly jwksUrl: string
+  readonly audience: string
+}
+
+const OidcIssuers = Schema.fromJsonString(Schema.Array(Schema.Struct({
+  issuer: Schema.String.check(Schema.isMinLength(1)),
+  jwksUrl: Schema.String.check(Schema.isMinLength(1)),
+  audience: Schema.String.check(Schema.isMinLength(1))
+})))
 
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
   message: Schema.String
@@ -118,6 +135,13 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
     if (!Number.isInteger(environmentRetentionDays) || environmentRetentionDays < 1) {
       return yield* new ConfigError({ message: "ENVIRONMENT_RETENTION_DAYS must be a positive integer" })
     }
+    const ciOidcIssuers = yield* Schema.decodeUnknownEffect(OidcIssuers)(
+      nonEmpty(env, "CI_OIDC_ISSUERS").pipe(Option.getOrElse(() => "[]"))
+    ).pipe(
+      Effect.mapError(() =>
+        new ConfigError({ message: "CI_OIDC_ISSUERS must be a JSON array of { issuer, jwksUrl, audience }" })
+      )
+    )
     const secretsKek = Option.map(nonEmpty(env, "SECRETS_KEK"), Redacted.make)
     const agentProviderTimeoutMs = Number(
       nonEmpty(env, "AGENT_PROVIDER_TIMEOUT_MS").pipe(Option.getOrElse(() => "10000"))
@@ -183,7 +207,9 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       environmentRetentionDays,
       webhookAllowPrivateNetworks: env.WEBHOOK_ALLOW_PRIVATE_NETWORKS === "1",
       webhookExtraCaCerts: nonEmpty(env, "NODE_EXTRA_CA_CERTS"),
-      webhookWorker: env.WEBHOOK_WORKER !== "0"
+      webhookWorker: env.WEBHOOK_WORKER !== "0",
+      scmhostWebHost: nonEmpty(env, "SCMHOST_WEB_HOST").pipe(Option.getOrElse(() => "github.com")).toLowerCase(),
+      ciOidcIssuers
     }
   })
 

@@ -9,13 +9,15 @@ import {
   rolePermissions
 } from "@cp/domain"
 
-/** What a workflow actor holds in its token-bound workspace: listing environments of its bound project. */
+/**
+ * What a workflow actor holds in its token-bound workspace: the `project_builder` set within its bound project
+ * (run-state.md §8), nothing at workspace level.
+ */
 export const workflowGrants = (projectId: string): ReadonlyArray<Grant> => [{
   kind: "direct",
-  role: "project_viewer",
+  role: "project_builder",
   scopeKind: "project",
-  scopeRef: projectId,
-  only: new Set<Permission>(["environment.read"])
+  scopeRef: projectId
 }]
 
 const projectScoped: ReadonlySet<string> = new Set(projectPermissions)

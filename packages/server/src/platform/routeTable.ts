@@ -15,12 +15,20 @@ interface Route {
   readonly endpoint?: HttpApiEndpoint.Top
 }
 
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/** `:param`, or `:param:verb` (a custom method such as `:jobId:claim`): the parameter, then the literal verb. */
+const paramSegment = (segment: string): string => {
+  const verb = segment.indexOf(":", 1)
+  return verb === -1 ? "[^/]+" : `[^/]+${escapeRegExp(segment.slice(verb))}`
+}
+
 const toPattern = (path: string): RegExp =>
   new RegExp(
     `^${
-      path.split("/").map((segment) =>
-        segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-      ).join("/")
+      path.split("/").map((segment) => segment.startsWith(":") ? paramSegment(segment) : escapeRegExp(segment)).join(
+        "/"
+      )
     }/?$`
   )
 

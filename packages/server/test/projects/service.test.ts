@@ -2,10 +2,17 @@
  * The projects service and the idle sweep on memory repositories under `TestClock`: the sweep is the server's
  * background layer (a scoped fiber on a `Schedule`, time from `Clock`) and archives environments idle past the
  * retention window, counting a never-used one from its creation, with `environment.archived` by the system actor.
- * Workflow (CI) actors, built here since no route mints them yet, list environments of their bound project and
- * nothing else, through the edge's own workspace resolver and the RBAC decision.
+ * Workflow (CI) actors hold the project_builder set in their bound project and nothing elsewhere, through the edge's
+ * own workspace resolver and the RBAC decision.
  */
-import { type Actor, type Permission, permissions, PreconditionFailed, type ProjectId } from "@cp/domain"
+import {
+  type Actor,
+  type Permission,
+  permissions,
+  PreconditionFailed,
+  type ProjectId,
+  rolePermissions
+} from "@cp/domain"
 import { EventLogRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Option } from "effect"
@@ -97,7 +104,7 @@ describe("projects service", () => {
       assert.strictEqual((yield* projects.getEnvironment(workspace, project.id, env.id)).environment.status, "archived")
     }).pipe(Effect.provide(layerWith({ ENVIRONMENT_RETENTION_DAYS: "3" }))))
 
-  it.effect("a workflow actor lists environments of its bound project, and nothing else on this surface", () =>
+  it.effect("a workflow actor holds the project_builder set in its bound project only (run-state.md §8)", () =>
     Effect.gen(function*() {
       const projects = yield* ProjectsService
       const { actor, orgId, workspace } = yield* newOwner
@@ -118,7 +125,14 @@ describe("projects service", () => {
       assert.isFalse(allowed("environment.read", other.id))
       assert.isFalse(allowed("environment.read"))
       const held = permissions.filter((permission) => allowed(permission, bound.id))
-      assert.deepStrictEqual(held, ["environment.read"])
+      assert.deepStrictEqual(
+        held,
+        [...rolePermissions.project_builder].filter((p) => permissions.includes(p)).sort((a, b) =>
+          permissions.indexOf(a) - permissions.indexOf(b)
+        )
+      )
+      assert.isFalse(permissions.some((permission) => allowed(permission, other.id)))
+      assert.isFalse(permissions.some((permission) => allowed(permission)))
 
       // The listing itself, as the handler runs it with what the edge resolved.
       yield* projects.createEnvironment(actor, workspace, bound.id, { name: "CI" })

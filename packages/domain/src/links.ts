@@ -1,0 +1,126 @@
+/**
+ * Command-line workspace links (spec: Command-line workspace link; Run-state plane "Command-line links";
+ * run-state.md §1): a repository remote URL, stored canonical, bound to a project of the workspace (created when
+ * absent). Unlinking sets `deletedAt`; the project stays.
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { Conflict, NotFound, PreconditionFailed } from "./errors.ts"
+import { IdPrefix, OrgId, ProjectId } from "./ids.ts"
+import { CreatedBy } from "./runs.ts"
+import { Authentication, Authorization, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
+import { LineText, Text } from "./text.ts"
+import { Envelope, Timestamp } from "./wire.ts"
+import { OrgRef, Slug } from "./workspaces.ts"
+
+export const LinkId = Schema.String.check(Schema.isPattern(new RegExp(`^${IdPrefix.cliLink}[0-9A-HJKMNP-TV-Z]{26}$`)))
+  .pipe(Schema.brand("LinkId"))
+export type LinkId = typeof LinkId.Type
+
+export const LinkProvider = Schema.Literals(["scmhost", "git"])
+
+export const CiSettings = Schema.Struct({
+  oidcEnabled: Schema.Boolean,
+  apiKeyEnabled: Schema.Boolean,
+  allowedRefPattern: Schema.String,
+  allowedEnvironments: Schema.Array(Schema.String)
+})
+export type CiSettings = typeof CiSettings.Type
+
+export const defaultCiSettings: CiSettings = {
+  oidcEnabled: false,
+  apiKeyEnabled: true,
+  allowedRefPattern: "*",
+  allowedEnvironments: []
+}
+
+export const CiSettingsInput = Schema.Struct({
+  oidcEnabled: Schema.optionalKey(Schema.Boolean),
+  apiKeyEnabled: Schema.optionalKey(Schema.Boolean),
+  allowedRefPattern: Schema.optionalKey(LineText.check(Schema.isMinLength(1), Schema.isMaxLength(255))),
+  allowedEnvironments: Schema.optionalKey(
+    Schema.Array(LineText.check(Schema.isMinLength(1), Schema.isMaxLength(64))).check(Schema.isMaxLength(50))
+  )
+})
+export type CiSettingsInput = typeof CiSettingsInput.Type
+
+export const CliLink = Schema.Struct({
+  id: LinkId,
+  orgId: OrgId,
+  orgSlug: Schema.String,
+  projectId: ProjectId,
+  projectSlug: Schema.String,
+  remoteUrl: Schema.String,
+  provider: LinkProvider,
+  providerRepoId: Schema.NullOr(Schema.String),
+  providerOwnerId: Schema.NullOr(Schema.String),
+  providerOwnerLogin: Schema.NullOr(Schema.String),
+  ciSettings: CiSettings,
+  createdBy: CreatedBy,
+  createdAt: Timestamp,
+  lastSeenAt: Schema.NullOr(Timestamp),
+  deletedAt: Schema.NullOr(Timestamp)
+})
+export type CliLink = typeof CliLink.Type
+
+/** A remote URL as a client sends it (the service canonicalises it, 422 when it cannot). */
+export const RemoteUrl = Text.check(Schema.isMinLength(1), Schema.isMaxLength(2048))
+
+export const LinkInput = Schema.Struct({
+  remoteUrl: RemoteUrl,
+  projectSlug: Schema.optionalKey(Slug),
+  ciSettings: Schema.optionalKey(CiSettingsInput)
+})
+export type LinkInput = typeof LinkInput.Type
+
+export const LinkUpdate = Schema.Struct({ ciSettings: CiSettingsInput })
+
+const orgParams = { orgId: OrgRef }
+const projectParams = { ...orgParams, projectId: ProjectId }
+const linkParams = { ...projectParams, linkId: LinkId }
+
+export class CliLinksApi extends HttpApiGroup.make("cliLinks")
+  .add(
+    HttpApiEndpoint.post("create", "/v1/organizations/:orgId/cli/links", {
+      params: orgParams,
+      payload: LinkInput,
+      success: Envelope({ link: CliLink }),
+      error: [Conflict, PreconditionFailed]
+    }).annotateMerge(requires.permission("org.cli.link")),
+    HttpApiEndpoint.get("list", "/v1/organizations/:orgId/cli/links", {
+      params: orgParams,
+      success: Envelope({ links: Schema.Array(CliLink) })
+    }).annotateMerge(requires.permission("org.cli.link")),
+    HttpApiEndpoint.get("listForProject", "/v1/organizations/:orgId/projects/:projectId/cli/links", {
+      params: projectParams,
+      success: Envelope({ links: Schema.Array(CliLink) }),
+      error: NotFound
+    }).annotateMerge(requires.permission("project.read")),
+    HttpApiEndpoint.patch("update", "/v1/organizations/:orgId/projects/:projectId/cli/links/:linkId", {
+      params: linkParams,
+      payload: LinkUpdate,
+      success: Envelope({ link: CliLink }),
+      error: NotFound
+    }).annotateMerge(requires.permission("org.cli.link")),
+    HttpApiEndpoint.delete("unlink", "/v1/organizations/:orgId/projects/:projectId/cli/links/:linkId", {
+      params: linkParams,
+      success: Envelope({ link: CliLink }),
+      error: NotFound
+    }).annotateMerge(requires.permission("org.cli.link"))
+  )
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
+  .annotateMerge(OpenApi.annotations({ title: "Command-line links", description: "Repositories linked to projects" }))
+{}
+
+export class CliLinkResolveApi extends HttpApiGroup.make("cliLinkResolve")
+  .add(
+    HttpApiEndpoint.get("resolve", "/v1/cli/links/resolve", {
+      query: { remoteUrl: RemoteUrl },
+      success: Envelope({ candidates: Schema.Array(CliLink), links: Schema.Array(CliLink) })
+    }).annotateMerge(requires.authenticated)
+  )
+  .middleware(Authorization)
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Command-line link resolution" }))
+{}
