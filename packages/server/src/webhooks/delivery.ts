@@ -2,8 +2,9 @@
  * The delivery engine (webhooks.md §3): a sender that makes one signed HTTPS request the way the spec says (no
  * redirects, 10 s from connect to last byte, private destinations refused after DNS resolution, CAs of
  * `NODE_EXTRA_CA_CERTS` trusted), and a worker that claims due attempts (`for update skip locked`), tries them with
- * bounded concurrency and records each outcome with its lifecycle event in one transaction: retry on the schedule,
- * terminal failure after five tries, auto-disable after five terminal failures in a row, 410 disables at once.
+ * bounded concurrency and records each round's outcomes with their lifecycle events in one transaction (row locks in
+ * one global order; a failed write is retried, never the request): retry on the schedule, terminal failure after five
+ * tries, auto-disable after five terminal failures in a row, 410 disables at once.
  */
 import type { DeliveryStatus, FailureReason } from "@cp/domain"
 import {
@@ -16,7 +17,7 @@ import {
 } from "@cp/persistence"
 import { NodeHttpClient } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Context, Duration, Effect, Latch, Layer, Option, Queue, Random, Stream } from "effect"
+import { Cause, Context, Duration, Effect, Latch, Layer, Option, Queue, Random, Schedule, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { lookup as dnsLookup, type LookupAddress } from "node:dns"
@@ -215,6 +216,9 @@ export const WORKER_CONCURRENCY = 32
 export const WORKER_LANES = 4
 /** Rows one round claims and tries at once. */
 export const WORKER_BATCH = WORKER_CONCURRENCY / WORKER_LANES
+/** A round whose outcomes could not be written retries the write after 20 ms, doubling, 10 times (20 s in all). */
+export const WRITE_RETRY_BASE = Duration.millis(20)
+export const WRITE_RETRIES = 10
 /** How often a worker looks for due rows when nothing wakes it (PGlite and memory have no LISTEN). */
 export const POLL_INTERVAL = Duration.seconds(1)
 /** On PostgreSQL a notification wakes the worker; this poll only catches retries coming due. */
@@ -324,28 +328,35 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
         readonly gone: boolean
       }
 
-      /**
-       * Writes one outcome with its lifecycle event, the streak and auto-disable; run inside a transaction. A
-       * success on an endpoint without a streak writes no endpoint row (the hot path). `batch` carries what the other
-       * outcomes of the same transaction left.
-       */
-      const write = ({ endpoint, gone, outcome, row, token }: Tried, batch: Batch) =>
+      /** One outcome with its lifecycle event, inside the round's transaction; None when the claim was lost. */
+      const writeAttempt = ({ endpoint, outcome, row, token }: Tried) =>
         Effect.gen(function*() {
           const at = yield* currentDate
           const written = yield* deliveries.complete({ id: row.id, token, at, ...outcome })
-          if (Option.isNone(written)) return written
-          if (outcome.status === "retrying") return written
-          if (outcome.failureReason === "endpoint_disabled") {
-            yield* lifecycle("webhook.delivery_failed", row, outcome, endpoint)
-            return written
-          }
+          if (Option.isNone(written) || outcome.status === "retrying") return written
           const success = outcome.status === "success"
           yield* lifecycle(success ? "webhook.delivery_succeeded" : "webhook.delivery_failed", row, outcome, endpoint)
-          if (success && (batch.streaks.get(endpoint.id) ?? endpoint.consecutiveFailures) === 0) return written
+          return written
+        })
+
+      /** Whether an outcome moves its endpoint's streak: terminal, and not skipped for a disabled endpoint. */
+      const movesStreak = ({ outcome }: Tried) =>
+        outcome.status !== "retrying" && outcome.failureReason !== "endpoint_disabled"
+
+      /**
+       * The streak and auto-disable of one written terminal outcome; run inside the round's transaction, endpoint by
+       * endpoint in id order. A success on an endpoint without a streak writes no endpoint row (the hot path). `batch`
+       * carries what the round's earlier outcomes left.
+       */
+      const writeStreak = ({ endpoint, gone, outcome, row }: Tried, batch: Batch) =>
+        Effect.gen(function*() {
+          const at = yield* currentDate
+          const success = outcome.status === "success"
+          if (success && (batch.streaks.get(endpoint.id) ?? endpoint.consecutiveFailures) === 0) return
           const streak = yield* endpoints.recordStreak({ endpointId: endpoint.id, success, at })
-          if (Option.isNone(streak)) return written
+          if (Option.isNone(streak)) return
           batch.streaks.set(endpoint.id, streak.value.consecutiveFailures)
-          if (streak.value.status !== "active") return written
+          if (streak.value.status !== "active") return
           // Exactly at the threshold: outcomes written side by side never disable (and announce) it twice.
           const reason = gone
             ? "gone"
@@ -357,8 +368,44 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
             yield* disable(streak.value, reason, at)
             yield* lifecycle("webhook.disabled", row, outcome, streak.value)
           }
+        })
+
+      /**
+       * A round's outcomes in one transaction, its row locks taken in one global order so concurrent rounds (lanes,
+       * processes) never wait on each other in a cycle: first every endpoint of the round, in id order, held against
+       * deletion (`for key share`, which the outbox's inserts and the other rounds' streak updates pass); then the
+       * attempts (rows this round alone has claimed) and their events, pipelined; then the streaks, endpoint by
+       * endpoint in id order.
+       */
+      const writeRound = (tried: ReadonlyArray<Tried>) =>
+        Effect.gen(function*() {
+          yield* endpoints.holdInOrder([...new Set(tried.map((one) => one.endpoint.id))])
+          const written = yield* Effect.forEach(tried, writeAttempt, { concurrency: "unbounded" })
+          const batch = newBatch()
+          const streaks = tried.filter((one, i) => Option.isSome(written[i]!) && movesStreak(one))
+            .map((one, order) => ({ one, order }))
+            .sort((a, b) =>
+              a.one.endpoint.id < b.one.endpoint.id ? -1 : a.one.endpoint.id > b.one.endpoint.id ? 1 : a.order - b.order
+            )
+          for (const { one } of streaks) yield* writeStreak(one, batch)
           return written
         })
+
+      /**
+       * Records a round whose requests were made. A failed write (a lost connection, a serialization failure) is
+       * retried promptly, never the requests: once a receiver has answered, its answer is what must be kept. Only when
+       * every retry failed are the rows left to their claims' expiry (and tried again: at least once).
+       */
+      const recordRound = (tried: ReadonlyArray<Tried>) =>
+        tx.withTransaction(writeRound(tried)).pipe(
+          Effect.sandbox,
+          Effect.retry({ schedule: Schedule.exponential(WRITE_RETRY_BASE), times: WRITE_RETRIES }),
+          Effect.catch((cause) =>
+            Effect.logError("webhook outcomes not recorded; their claims expire and they are tried again", cause).pipe(
+              Effect.as(tried.map(() => Option.none<DeliveryRow>()))
+            )
+          )
+        )
 
       /** Makes one try of a claimed row to its endpoint (none when the endpoint is disabled): its outcome. */
       const tryOnce = (row: DeliveryRow, token: string, endpoint: EndpointRow): Effect.Effect<Tried> =>
@@ -408,7 +455,8 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
         Effect.gen(function*() {
           const endpoint = (yield* endpointsOf([row])).get(row.endpointId)
           if (endpoint === undefined) return Option.none<DeliveryRow>()
-          return yield* tx.withTransaction(write(yield* tryOnce(row, token, endpoint), newBatch()))
+          const [written] = yield* recordRound([yield* tryOnce(row, token, endpoint)])
+          return written ?? Option.none<DeliveryRow>()
         })
 
       /** One round: claim, try every row (bounded concurrency), then write all outcomes in one transaction. */
@@ -431,12 +479,7 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
           (effect) => effect,
           { concurrency: WORKER_BATCH }
         )
-        // Streaks as this transaction leaves them, so a later outcome of the batch sees an earlier one's. The writes go
-        // out together (pipelined on the transaction's connection); the tries they record were concurrent anyway.
-        const batch = newBatch()
-        yield* tx.withTransaction(
-          Effect.forEach(tried, (one) => write(one, batch), { concurrency: "unbounded", discard: true })
-        )
+        yield* recordRound(tried)
         return claimed.length
       })
 
