@@ -102,54 +102,62 @@ export const auditCategoryOf = (type: string): string =>
 export class EventLog extends Context.Service<EventLog, {
   /** Appends the event and its audit entry; call inside the mutation's transaction. */
   readonly record: (event: NewEvent) => Effect.Effect<void>
+  /** Appends several events (and their audit entries) in one write, as `record` each; inside a transaction. */
+  readonly recordMany: (events: ReadonlyArray<NewEvent>) => Effect.Effect<void>
 }>()("@cp/server/EventLog") {
   static readonly layer = Layer.effect(
     EventLog,
     Effect.gen(function*() {
       const repo = yield* EventLogRepo
       const outbox = yield* WebhookOutbox
-      return EventLog.of({
-        record: Effect.fn("EventLog.record")(function*(event: NewEvent) {
-          const now = yield* Clock.currentTimeMillis
-          const requestId = yield* CurrentRequestId
-          const occurredAt = new Date(now)
-          const id = mint.eventId(now)
-          const data = redact(event.data)
-          const common = {
-            orgId: event.orgId,
-            ...event.actor,
-            subjectKind: event.subject.kind,
-            subjectId: event.subject.id,
-            subjectName: event.subject.name,
-            projectId: event.projectId ?? null,
-            environmentId: event.environmentId ?? null,
-            occurredAt,
-            requestId,
-            correlationId: requestId
-          }
-          const record: EventRecord = {
-            id,
-            type: event.type,
-            data,
-            traceContext: yield* currentTraceContext,
+      /** The log row and audit entry of an event happening now. */
+      const entryOf = Effect.fnUntraced(function*(event: NewEvent) {
+        const now = yield* Clock.currentTimeMillis
+        const requestId = yield* CurrentRequestId
+        const occurredAt = new Date(now)
+        const id = mint.eventId(now)
+        const data = redact(event.data)
+        const common = {
+          orgId: event.orgId,
+          ...event.actor,
+          subjectKind: event.subject.kind,
+          subjectId: event.subject.id,
+          subjectName: event.subject.name,
+          projectId: event.projectId ?? null,
+          environmentId: event.environmentId ?? null,
+          occurredAt,
+          requestId,
+          correlationId: requestId
+        }
+        const record: EventRecord = { id, type: event.type, data, traceContext: yield* currentTraceContext, ...common }
+        return {
+          event: record,
+          audit: {
+            id: mint.auditEntryId(now),
+            eventId: id,
+            eventType: AUDIT_EVENT_TYPE[event.type] ?? event.type,
+            source: "api",
+            category: auditCategoryOf(event.type),
+            description: event.description,
+            payload: data,
             ...common
           }
-          yield* repo.append({
-            event: record,
-            audit: {
-              id: mint.auditEntryId(now),
-              eventId: id,
-              eventType: AUDIT_EVENT_TYPE[event.type] ?? event.type,
-              source: "api",
-              category: auditCategoryOf(event.type),
-              description: event.description,
-              payload: data,
-              ...common
-            }
-          }).pipe(Effect.orDie)
+        }
+      })
+      const recordMany = Effect.fn("EventLog.recordMany")(function*(events: ReadonlyArray<NewEvent>) {
+        const entries = yield* Effect.forEach(events, entryOf)
+        yield* repo.appendMany(entries).pipe(Effect.orDie)
+        // The transactional outbox: the events' webhook deliveries commit or roll back with them.
+        for (const entry of entries) yield* outbox.enqueue(entry.event)
+      })
+      return EventLog.of({
+        record: Effect.fn("EventLog.record")(function*(event: NewEvent) {
+          const entry = yield* entryOf(event)
+          yield* repo.append(entry).pipe(Effect.orDie)
           // The transactional outbox: the event's webhook deliveries commit or roll back with it.
-          yield* outbox.enqueue(record)
-        })
+          yield* outbox.enqueue(entry.event)
+        }),
+        recordMany
       })
     })
   ).pipe(Layer.provide(WebhookOutbox.layer))

@@ -22,9 +22,9 @@ import { HttpClient, HttpClientRequest } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { lookup as dnsLookup, type LookupAddress } from "node:dns"
 import { readFileSync } from "node:fs"
-import { rootCertificates } from "node:tls"
+import { createSecureContext, rootCertificates } from "node:tls"
 import { AppConfig } from "../platform/config.ts"
-import { EventLog, systemActor } from "../platform/events.ts"
+import { EventLog, type NewEvent, systemActor } from "../platform/events.ts"
 import { ServerKeys } from "../platform/keys.ts"
 import { open } from "../platform/secretBox.ts"
 import { currentDate } from "../platform/serviceKit.ts"
@@ -147,7 +147,8 @@ export class WebhookSender extends Context.Service<WebhookSender, {
     })
     const client = NodeHttpClient.layerUndiciOptions({
       connect: {
-        ca: [...rootCertificates, ...extraCa],
+        // One secure context for every connection (building one from ~150 CAs per TLS handshake is costly).
+        secureContext: createSecureContext({ ca: [...rootCertificates, ...extraCa] }),
         timeout: DELIVERY_TIMEOUT_MS,
         ...(config.webhookAllowPrivateNetworks ? {} : { lookup: guardedLookup })
       },
@@ -213,7 +214,7 @@ export const WORKER_CONCURRENCY = 32
  * Rounds run side by side, so one round's slowest request and its transaction never hold up all the others (a lane
  * claims its next batch while the others still send).
  */
-export const WORKER_LANES = 4
+export const WORKER_LANES = 2
 /** Rows one round claims and tries at once. */
 export const WORKER_BATCH = WORKER_CONCURRENCY / WORKER_LANES
 /** A round whose outcomes could not be written retries the write after 20 ms, doubling, 10 times (20 s in all). */
@@ -241,45 +242,55 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
       const { kek } = yield* ServerKeys
 
       /** The lifecycle event of an attempt or endpoint (never fanned out). */
-      const lifecycle = (
+      const lifecycleEvent = (
         type: "webhook.delivery_succeeded" | "webhook.delivery_failed" | "webhook.disabled",
         row: DeliveryRow,
         outcome: Outcome,
         endpoint: EndpointRow
-      ) =>
-        events.record({
-          orgId: row.orgId,
-          type,
-          actor: systemActor,
-          subject: { kind: "webhook_endpoint", id: endpoint.id, name: endpoint.name },
-          projectId: endpoint.projectId,
-          data: {
-            delivery_attempt_id: row.id,
-            endpoint_id: row.endpointId,
-            subscription_id: row.subscriptionId,
-            source_event_id: row.eventId,
-            source_event_type: row.eventType,
-            http_status_code: outcome.httpStatusCode,
-            failure_reason: outcome.failureReason,
-            attempt_number: outcome.attemptNumber
-          },
-          description: type === "webhook.disabled"
-            ? `Webhook endpoint ${endpoint.url} disabled`
-            : `Webhook delivery ${row.id} ${type === "webhook.delivery_succeeded" ? "succeeded" : "failed"}`
-        })
+      ): NewEvent => ({
+        orgId: row.orgId,
+        type,
+        actor: systemActor,
+        subject: { kind: "webhook_endpoint", id: endpoint.id, name: endpoint.name },
+        projectId: endpoint.projectId,
+        data: {
+          delivery_attempt_id: row.id,
+          endpoint_id: row.endpointId,
+          subscription_id: row.subscriptionId,
+          source_event_id: row.eventId,
+          source_event_type: row.eventType,
+          http_status_code: outcome.httpStatusCode,
+          failure_reason: outcome.failureReason,
+          attempt_number: outcome.attemptNumber
+        },
+        description: type === "webhook.disabled"
+          ? `Webhook endpoint ${endpoint.url} disabled`
+          : `Webhook delivery ${row.id} ${type === "webhook.delivery_succeeded" ? "succeeded" : "failed"}`
+      })
+      const lifecycle = (...args: Parameters<typeof lifecycleEvent>) => events.record(lifecycleEvent(...args))
+
+      /** Opened secrets by their sealed form (a sealed secret never changes; a rotation seals a new one). */
+      const opened = new Map<string, string | undefined>()
+      const openSealed = (sealed: string) => {
+        if (!opened.has(sealed)) {
+          if (opened.size >= 1024) opened.clear()
+          opened.set(sealed, open(kek, sealed))
+        }
+        return opened.get(sealed)
+      }
 
       /** The signed headers, with the previous secret's signature while its grace window lasts. */
       const headersFor = (endpoint: EndpointRow, row: DeliveryRow, now: Date): Record<string, string> => {
         const timestamp = Math.floor(now.getTime() / 1000)
         const headers: Record<string, string> = {
           "x-webhook-id": row.id,
-          "x-webhook-signature": signatureHeader(open(kek, endpoint.sealedSecret) ?? "", timestamp, row.body)
+          "x-webhook-signature": signatureHeader(openSealed(endpoint.sealedSecret) ?? "", timestamp, row.body)
         }
         if (
           endpoint.previousSealedSecret !== null && endpoint.previousSecretExpiresAt !== null &&
           endpoint.previousSecretExpiresAt > now
         ) {
-          const previous = open(kek, endpoint.previousSealedSecret)
+          const previous = openSealed(endpoint.previousSealedSecret)
           if (previous !== undefined) {
             headers["x-webhook-signature-previous"] = signatureHeader(previous, timestamp, row.body)
           }
@@ -328,17 +339,6 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
         readonly gone: boolean
       }
 
-      /** One outcome with its lifecycle event, inside the round's transaction; None when the claim was lost. */
-      const writeAttempt = ({ endpoint, outcome, row, token }: Tried) =>
-        Effect.gen(function*() {
-          const at = yield* currentDate
-          const written = yield* deliveries.complete({ id: row.id, token, at, ...outcome })
-          if (Option.isNone(written) || outcome.status === "retrying") return written
-          const success = outcome.status === "success"
-          yield* lifecycle(success ? "webhook.delivery_succeeded" : "webhook.delivery_failed", row, outcome, endpoint)
-          return written
-        })
-
       /** Whether an outcome moves its endpoint's streak: terminal, and not skipped for a disabled endpoint. */
       const movesStreak = ({ outcome }: Tried) =>
         outcome.status !== "retrying" && outcome.failureReason !== "endpoint_disabled"
@@ -380,15 +380,31 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
       const writeRound = (tried: ReadonlyArray<Tried>) =>
         Effect.gen(function*() {
           yield* endpoints.holdInOrder([...new Set(tried.map((one) => one.endpoint.id))])
-          const written = yield* Effect.forEach(tried, writeAttempt, { concurrency: "unbounded" })
+          const at = yield* currentDate
+          const rows = yield* deliveries.completeMany(
+            tried.map(({ outcome, row, token }) => ({ id: row.id, token, at, ...outcome }))
+          )
+          const byId = new Map(rows.map((row) => [row.id, row]))
+          const written = tried.filter((one) => byId.has(one.row.id))
+          // Terminal outcomes are announced on the log, in one write.
+          yield* events.recordMany(written.flatMap((one) =>
+            one.outcome.status === "retrying" ? [] : [
+              lifecycleEvent(
+                one.outcome.status === "success" ? "webhook.delivery_succeeded" : "webhook.delivery_failed",
+                one.row,
+                one.outcome,
+                one.endpoint
+              )
+            ]
+          ))
           const batch = newBatch()
-          const streaks = tried.filter((one, i) => Option.isSome(written[i]!) && movesStreak(one))
+          const streaks = written.filter(movesStreak)
             .map((one, order) => ({ one, order }))
             .sort((a, b) =>
               a.one.endpoint.id < b.one.endpoint.id ? -1 : a.one.endpoint.id > b.one.endpoint.id ? 1 : a.order - b.order
             )
           for (const { one } of streaks) yield* writeStreak(one, batch)
-          return written
+          return tried.map((one) => Option.fromUndefinedOr(byId.get(one.row.id)))
         })
 
       /**
