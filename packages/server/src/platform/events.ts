@@ -4,9 +4,8 @@
  * neither can exist without the other. The event's webhook deliveries (the outbox rows) are written right there too.
  */
 import { type Actor, CurrentRequestId, type EnvironmentId, type OrgId, type ProjectId } from "@cp/domain"
-import { EventLogRepo, type EventRecord, type JsonObject } from "@cp/persistence"
-import type { Schema } from "effect"
-import { Clock, Context, Effect, Layer } from "effect"
+import { EventLogRepo, type EventRecord, type JsonObject, JsonObject as JsonObjectSchema } from "@cp/persistence"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { WebhookOutbox } from "../webhooks/outbox.ts"
 import { mint } from "./ids.ts"
 import { currentTraceContext } from "./tracing.ts"
@@ -22,6 +21,8 @@ export interface EventActor {
   readonly actorType: "user" | "service_principal" | "workflow" | "system"
   readonly actorId: string
 }
+
+const decodeJsonObject = Schema.decodeUnknownSync(JsonObjectSchema)
 
 export const systemActor: EventActor = { actorType: "system", actorId: "system" }
 
@@ -51,11 +52,34 @@ export interface NewEvent {
 /** Keys whose values never leave the process: codes, tokens, secrets, key material and their hashes. */
 const SENSITIVE_KEY = /secret|token|password|passcode|^code$|hash|api_?key|private|credential|value$/i
 
+/**
+ * Resources whose API name reads as sensitive but whose API shape carries no secret (webhooks.md §1: `apiKey` and
+ * `secret` are their metadata): redacted field by field, like any object, instead of whole.
+ */
+const RESOURCE_KEYS: ReadonlySet<string> = new Set(["apiKey", "secret"])
+
 /** A copy of `data` with every sensitive field replaced by `[REDACTED]`, at any depth. */
 export const redact = (data: JsonObject): JsonObject =>
   Object.fromEntries(
-    Object.entries(data).map(([key, value]) => [key, SENSITIVE_KEY.test(key) ? "[REDACTED]" : redactValue(value)])
+    Object.entries(data).map((
+      [key, value]
+    ) => [key, SENSITIVE_KEY.test(key) && !isResource(key, value) ? "[REDACTED]" : redactValue(value)])
   )
+
+const isResource = (key: string, value: Schema.Json) =>
+  RESOURCE_KEYS.has(key) && typeof value === "object" && value !== null && !isJsonArray(value)
+
+/** A resource as the API returns it, as JSON: what an event's `data` carries under its name (webhooks.md §1). */
+export const apiJson = <T, E>(schema: Schema.Codec<T, E>, value: T): JsonObject =>
+  decodeJsonObject(Schema.encodeSync(schema)(value))
+
+/** The API-shape values `before` had in the fields an update changed (Stripe's `previous_attributes`). */
+export const previousJson = <T, E>(schema: Schema.Codec<T, E>, before: T, after: T): JsonObject => {
+  const now = apiJson(schema, after)
+  return Object.fromEntries(
+    Object.entries(apiJson(schema, before)).filter(([key, value]) => JSON.stringify(value) !== JSON.stringify(now[key]))
+  )
+}
 
 const isJsonArray = (value: Schema.Json): value is ReadonlyArray<Schema.Json> => Array.isArray(value)
 
