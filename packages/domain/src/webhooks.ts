@@ -43,14 +43,11 @@ export const eventCatalog = {
     resource: "apiKey",
     fields: ["keyId", "label", "role", "projectId", "servicePrincipalId", "expiresAt"]
   },
-  "project.created": { resource: "project", fields: ["projectId", "name", "slug", "status"] },
-  "project.archived": { resource: "project", fields: ["projectId", "name", "slug", "status"] },
-  "project.restored": { resource: "project", fields: ["projectId", "name", "slug", "status"] },
-  "environment.created": { resource: "environment", fields: ["projectId", "environmentId", "name", "slug"] },
-  "environment.archived": {
-    resource: "environment",
-    fields: ["projectId", "environmentId", "name", "slug", "reason"]
-  },
+  "project.created": { resource: "project", fields: ["project"] },
+  "project.archived": { resource: "project", fields: ["project", "previous"] },
+  "project.restored": { resource: "project", fields: ["project", "previous"] },
+  "environment.created": { resource: "environment", fields: ["environment"] },
+  "environment.archived": { resource: "environment", fields: ["environment", "previous", "reason"] },
   "settings.updated": { resource: "setting", fields: ["action", "settingId", "key", "scopeKind", "changed"] },
   "feature.updated": { resource: "featureFlag", fields: ["action", "flagId", "key", "scopeKind", "changed"] },
   "secrets.updated": { resource: "secret", fields: ["id", "key", "scopeKind", "version", "change"] },
