@@ -18,16 +18,13 @@ import { OrgRef } from "./workspaces.ts"
  * An area that writes a new type adds it here, and only here.
  */
 export const eventCatalog = {
-  "organization.created": { resource: "organization", fields: ["orgId", "workspaceRef", "name", "slug", "accountId"] },
-  "membership.added": { resource: "member", fields: ["memberId", "subjectType", "subjectId", "role", "invitationId?"] },
-  "membership.updated": {
-    resource: "member",
-    fields: ["memberId", "subjectType", "subjectId", "role", "previousRoles"]
-  },
-  "membership.removed": { resource: "member", fields: ["memberId", "subjectType", "subjectId", "roles"] },
-  "invite.created": { resource: "invitation", fields: ["invitationId", "email", "role", "expiresAt"] },
-  "invite.accepted": { resource: "invitation", fields: ["invitationId", "email", "role", "userId", "memberId"] },
-  "invite.revoked": { resource: "invitation", fields: ["invitationId", "email", "role"] },
+  "organization.created": { resource: "organization", fields: ["organization"] },
+  "membership.added": { resource: "member", fields: ["member", "invitationId?"] },
+  "membership.updated": { resource: "member", fields: ["member", "previous"] },
+  "membership.removed": { resource: "member", fields: ["member"] },
+  "invite.created": { resource: "invitation", fields: ["invitation"] },
+  "invite.accepted": { resource: "invitation", fields: ["invitation", "previous"] },
+  "invite.revoked": { resource: "invitation", fields: ["invitation", "previous"] },
   "team.created": { resource: "team", fields: ["team"] },
   "team.updated": { resource: "team", fields: ["team", "previous"] },
   "team.deleted": { resource: "team", fields: ["team"] },

@@ -6,7 +6,7 @@
 import {
   type Actor,
   Forbidden,
-  type Member,
+  Member,
   type MemberId,
   NotFound,
   type OrgId,
@@ -29,7 +29,7 @@ import {
 } from "@cp/persistence"
 import { Context, Effect, Layer } from "effect"
 import { lockedAuthority } from "../platform/authority.ts"
-import { eventActorOf, EventLog } from "../platform/events.ts"
+import { apiJson, eventActorOf, EventLog, previousJson } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { holdsRole } from "../platform/rbac.ts"
@@ -190,12 +190,10 @@ export class MembersService extends Context.Service<MembersService, {
               type: "membership.updated",
               actor: eventActorOf(actor),
               subject: { kind: "member", id: member.id, name: null },
+              // webhooks.md §1: the member as the API returns it, `previous` its roles before.
               data: {
-                memberId: member.id,
-                subjectType: member.subjectType,
-                subjectId: member.subjectId,
-                role,
-                previousRoles: held.map((previous) => previous.role)
+                member: apiJson(Member, toMember(member, [binding])),
+                previous: previousJson(Member, toMember(member, held), toMember(member, [binding]))
               },
               description: `Member role changed to ${role}`
             })
@@ -224,12 +222,8 @@ export class MembersService extends Context.Service<MembersService, {
               type: "membership.removed",
               actor: eventActorOf(actor),
               subject: { kind: "member", id: member.id, name: null },
-              data: {
-                memberId: member.id,
-                subjectType: member.subjectType,
-                subjectId: member.subjectId,
-                roles: removed.map((binding) => binding.role)
-              },
+              // Its final state: the roles it held until now.
+              data: { member: apiJson(Member, toMember(member, removed)) },
               description: "Member removed"
             })
             return { deleted: true as const }
