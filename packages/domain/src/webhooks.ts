@@ -32,14 +32,8 @@ export const eventCatalog = {
   "team.member.removed": { resource: "team", fields: ["team", "member"] },
   "team.role.granted": { resource: "team", fields: ["team", "roleGrant"] },
   "team.role.revoked": { resource: "team", fields: ["team", "roleGrant"] },
-  "api_key.created": {
-    resource: "apiKey",
-    fields: ["keyId", "label", "role", "projectId", "servicePrincipalId", "expiresAt"]
-  },
-  "api_key.revoked": {
-    resource: "apiKey",
-    fields: ["keyId", "label", "role", "projectId", "servicePrincipalId", "expiresAt"]
-  },
+  "api_key.created": { resource: "apiKey", fields: ["apiKey"] },
+  "api_key.revoked": { resource: "apiKey", fields: ["apiKey", "previous"] },
   "project.created": { resource: "project", fields: ["project"] },
   "project.archived": { resource: "project", fields: ["project", "previous"] },
   "project.restored": { resource: "project", fields: ["project", "previous"] },
