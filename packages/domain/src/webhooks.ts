@@ -39,8 +39,14 @@ export const eventCatalog = {
   "project.restored": { resource: "project", fields: ["project", "previous"] },
   "environment.created": { resource: "environment", fields: ["environment"] },
   "environment.archived": { resource: "environment", fields: ["environment", "previous", "reason"] },
-  "settings.updated": { resource: "setting", fields: ["action", "settingId", "key", "scopeKind", "changed"] },
-  "feature.updated": { resource: "featureFlag", fields: ["action", "flagId", "key", "scopeKind", "changed"] },
+  "settings.updated": {
+    resource: "setting",
+    fields: ["setting", "action", "settingId", "key", "scopeKind", "changed"]
+  },
+  "feature.updated": {
+    resource: "featureFlag",
+    fields: ["featureFlag", "action", "flagId", "key", "scopeKind", "changed"]
+  },
   "secrets.updated": { resource: "secret", fields: ["id", "key", "scopeKind", "version", "change"] },
   "webhook_endpoint.created": { resource: "endpoint", fields: ["endpoint"] },
   "webhook_endpoint.updated": { resource: "endpoint", fields: ["endpoint", "previous"] },
