@@ -47,7 +47,10 @@ export const eventCatalog = {
     resource: "featureFlag",
     fields: ["featureFlag", "action", "flagId", "key", "scopeKind", "changed"]
   },
-  "secrets.updated": { resource: "secret", fields: ["id", "key", "scopeKind", "version", "change"] },
+  "secrets.updated": {
+    resource: "secret",
+    fields: ["secret", "previous?", "id", "key", "scopeKind", "version", "change"]
+  },
   "webhook_endpoint.created": { resource: "endpoint", fields: ["endpoint"] },
   "webhook_endpoint.updated": { resource: "endpoint", fields: ["endpoint", "previous"] },
   "webhook_endpoint.deleted": { resource: "endpoint", fields: ["endpoint"] },
