@@ -519,11 +519,10 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
     )
     const lane = Effect.gen(function*() {
       while (true) {
+        // Closed before the round, so a notification that arrives while it runs still wakes the wait after it.
+        yield* wake.close
         const tried = yield* round
-        if (tried < WORKER_BATCH) {
-          yield* wake.close
-          yield* Effect.raceFirst(wake.await, Effect.sleep(interval))
-        }
+        if (tried < WORKER_BATCH) yield* Effect.raceFirst(wake.await, Effect.sleep(interval))
       }
     })
     for (let i = 0; i < WORKER_LANES; i++) yield* Effect.forkScoped(lane)
