@@ -11,7 +11,9 @@
  *    for each the time from the event's `occurred_at` (stamped in its transaction) to its receipt: p50, p99, max.
  *
  * `BENCH_DATABASE_URL` or `DATABASE_URL`: the PostgreSQL admin connection (default
- * postgres://postgres@127.0.0.1:5432/test).
+ * postgres://postgres@127.0.0.1:5432/test). `BENCH_SERVER_NODE_FLAGS`: extra node flags for the server process (for
+ * example `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the worker). The machine's load average is printed with the
+ * figures, since other work on it moves them.
  */
 import { Organization, WebhookEndpoint } from "@cp/domain"
 import { Effect, Schema } from "effect"
@@ -19,6 +21,7 @@ import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { createServer as createHttpsServer } from "node:https"
 import { createServer as createNetServer } from "node:net"
+import { cpus, loadavg } from "node:os"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
 import { ok } from "../test/support/envelope.ts"
@@ -59,6 +62,8 @@ const main = async () => {
       watcher?.()
     })
   })
+  let handshakes = 0
+  receiver.on("secureConnection", () => handshakes++)
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
   const address = receiver.address()
   const receiverPort = typeof address === "object" && address !== null ? address.port : 0
@@ -70,7 +75,8 @@ const main = async () => {
   const url = new URL(ADMIN_URL)
   url.pathname = `/${name}`
   const port = await freePort()
-  const server = spawn(process.execPath, ["--max-semi-space-size=64", MAIN], {
+  const flags = (process.env["BENCH_SERVER_NODE_FLAGS"] ?? "").split(" ").filter((flag) => flag !== "")
+  const server = spawn(process.execPath, ["--max-semi-space-size=64", ...flags, MAIN], {
     env: {
       PATH: process.env["PATH"] ?? "",
       APP_ENV: "test",
@@ -131,6 +137,7 @@ const main = async () => {
     await db.query(`select pg_notify('webhook_deliveries', '')`)
     await until(BACKLOG)
     const seconds = (Date.now() - started) / 1000
+    const backlogHandshakes = handshakes
 
     // 2. Latency: events through the API, each timed from its occurred_at to its receipt.
     received.clear()
@@ -151,11 +158,15 @@ const main = async () => {
       return at === undefined ? [] : [at - row.at.getTime()]
     }).sort((a, b) => a - b)
 
-    console.log(`webhook bench (PostgreSQL, one server process, ${process.env["HOSTNAME"] ?? "this machine"})`)
+    console.log(
+      `webhook bench (PostgreSQL, one server process, ${cpus().length} cores, load average ${
+        loadavg().map((load) => load.toFixed(2)).join(" ")
+      })`
+    )
     console.log(
       `  throughput: ${BACKLOG} deliveries in ${seconds.toFixed(2)} s = ${
         (BACKLOG / seconds).toFixed(0)
-      } deliveries/s per process`
+      } deliveries/s per process (${backlogHandshakes} TLS handshakes)`
     )
     console.log(
       `  event write -> receipt over ${latencies.length} API events: p50 ${percentile(latencies, 0.5)} ms, ` +

@@ -756,13 +756,18 @@ for (const backend of sqlBackends) {
             assert.strictEqual(row["subjectName"], "audited")
             assert.strictEqual(row["projectId"], project)
             assert.match(String(row["requestId"]), /^req_/)
-            assert.deepInclude(row["payload"], {
-              keyId: key.id,
-              label: "audited",
-              role: "project_viewer",
-              projectId: project,
-              servicePrincipalId: key.servicePrincipal.id
-            })
+            // webhooks.md §1: the key's API metadata, as the API returns it.
+            const payload = row["payload"]
+            const apiKey = typeof payload === "object" && payload !== null && "apiKey" in payload
+              ? payload.apiKey
+              : undefined
+            assert.deepInclude(apiKey, { id: key.id, label: "audited" })
+            assert.deepInclude(
+              typeof apiKey === "object" && apiKey !== null && "servicePrincipal" in apiKey
+                ? apiKey.servicePrincipal
+                : undefined,
+              { id: key.servicePrincipal.id, role: "project_viewer", projectId: project }
+            )
             for (const secret of material) assert.notInclude(JSON.stringify(row), secret)
           }
           const events = yield* sql`

@@ -245,17 +245,19 @@ for (const backend of sqlBackends) {
           }
           assert.strictEqual(created.category, "organization")
           assert.deepStrictEqual(created.subject, { kind: "organization", id: org.id, name: "Audited" })
+          // webhooks.md §1: the workspace as the API returns it.
           assert.deepInclude(created.payload, {
-            orgId: org.id,
-            workspaceRef: org.workspaceRef,
-            name: "Audited",
-            slug: org.slug,
-            accountId: org.accountId
+            organization: org
           })
           assert.strictEqual(added.category, "membership")
           assert.strictEqual(added.subject.kind, "member")
           assert.match(added.subject.id, /^mem_/)
-          assert.deepInclude(added.payload, { subjectType: "user", subjectId: user.user.id, role: "owner" })
+          assert.deepInclude(added.payload["member"], {
+            subjectType: "user",
+            subjectId: user.user.id,
+            status: "active",
+            roles: [{ role: "owner", scopeKind: "organization" }]
+          })
           assert.notStrictEqual(added.eventId, created.eventId)
         }))
 

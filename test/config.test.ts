@@ -527,7 +527,8 @@ for (const backend of sqlBackends) {
             assert.strictEqual(event.projectId, child.projectId)
           }
           const data = (raw: unknown): unknown => (typeof raw === "string" ? JSON.parse(raw) : raw)
-          assert.deepStrictEqual(data(events[1]!.data), {
+          // webhooks.md §1: the setting as the API returns it beside the summary, its value redacted.
+          assert.deepInclude(data(events[1]!.data), {
             action: "updated",
             settingId: setting.id,
             key: k,

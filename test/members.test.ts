@@ -352,12 +352,16 @@ for (const backend of sqlBackends) {
             "invite.accepted",
             "membership.added"
           ])
-          assert.deepInclude(events[2]!.data, { invitationId: invitation.id, email: ada.email, role: "builder" })
-          assert.deepInclude(events[4]!.data, {
-            memberId: accepted.membership.id,
+          // webhooks.md §1: each resource as the API returns it.
+          assert.deepInclude(events[2]!.data["invitation"], { id: invitation.id, email: ada.email, role: "builder" })
+          assert.deepInclude(events[3]!.data["invitation"], { id: invitation.id, status: "accepted" })
+          assert.deepInclude(events[3]!.data["previous"], { status: "pending", acceptedAt: null })
+          assert.deepInclude(events[4]!.data["member"], {
+            id: accepted.membership.id,
             subjectId: ada.user.id,
-            role: "builder"
+            roles: [{ role: "builder", scopeKind: "organization" }]
           })
+          assert.strictEqual(events[4]!.data["invitationId"], invitation.id)
           assert.strictEqual(events[3]!.actorId, ada.user.id)
           assert.notInclude(JSON.stringify(events), token)
           const audit = yield* auditOf(org.id)
@@ -780,7 +784,13 @@ for (const backend of sqlBackends) {
           const events = yield* eventsOf(org.id)
           const updated = events.filter((e) => e.type === "membership.updated")
           assert.lengthOf(updated, 1)
-          assert.deepInclude(updated[0]!.data, { memberId: eve.memberId, role: "builder", previousRoles: ["viewer"] })
+          assert.deepInclude(updated[0]!.data["member"], {
+            id: eve.memberId,
+            roles: [{ role: "builder", scopeKind: "organization" }]
+          })
+          assert.deepStrictEqual(updated[0]!.data["previous"], {
+            roles: [{ role: "viewer", scopeKind: "organization" }]
+          })
           const audit = (yield* auditOf(org.id)).filter((e) => e.eventType === "member.role_changed")
           assert.deepStrictEqual(audit.map((e) => [e.eventType, e.category, e.subjectId]), [
             ["member.role_changed", "membership", eve.memberId]
@@ -819,9 +829,15 @@ for (const backend of sqlBackends) {
               .pipe(Effect.orDie)
           assert.lengthOf(bindings, 0)
           const removed = (yield* eventsOf(org.id)).filter((e) => e.type === "membership.removed")
-          assert.deepStrictEqual(removed.map((e) => e.data), [
-            { memberId: gus.memberId, subjectType: "user", subjectId: gus.user.id, roles: ["admin"] }
-          ])
+          // Its final state: the roles it held until the removal.
+          assert.lengthOf(removed, 1)
+          assert.deepInclude(removed[0]!.data["member"], {
+            id: gus.memberId,
+            subjectType: "user",
+            subjectId: gus.user.id,
+            status: "active",
+            roles: [{ role: "admin", scopeKind: "organization" }]
+          })
 
           // Invited again, Gus joins again with the new role.
           const again = createdOf(yield* s.invite(owner.token, org.id, { email: gus.email, role: "viewer" }))

@@ -19,48 +19,79 @@ import { OrgRef } from "./workspaces.ts"
  * An area that writes a new type adds it here, and only here.
  */
 export const eventCatalog = {
-  "organization.created": { resource: "organization", fields: ["orgId", "workspaceRef", "name", "slug", "accountId"] },
-  "membership.added": { resource: "member", fields: ["memberId", "subjectType", "subjectId", "role", "invitationId?"] },
-  "membership.updated": {
-    resource: "member",
-    fields: ["memberId", "subjectType", "subjectId", "role", "previousRoles"]
+  "organization.created": { resource: "organization", fields: ["organization"] },
+  "membership.added": { resource: "member", fields: ["member", "invitationId?"] },
+  "membership.updated": { resource: "member", fields: ["member", "previous"] },
+  "membership.removed": { resource: "member", fields: ["member"] },
+  "invite.created": { resource: "invitation", fields: ["invitation"] },
+  "invite.accepted": { resource: "invitation", fields: ["invitation", "previous"] },
+  "invite.revoked": { resource: "invitation", fields: ["invitation", "previous"] },
+  "team.created": { resource: "team", fields: ["team"] },
+  "team.updated": { resource: "team", fields: ["team", "previous"] },
+  "team.deleted": { resource: "team", fields: ["team"] },
+  "team.member.added": { resource: "team", fields: ["team", "member"] },
+  "team.member.removed": { resource: "team", fields: ["team", "member"] },
+  "team.role.granted": { resource: "team", fields: ["team", "roleGrant"] },
+  "team.role.revoked": { resource: "team", fields: ["team", "roleGrant"] },
+  "api_key.created": { resource: "apiKey", fields: ["apiKey"] },
+  "api_key.revoked": { resource: "apiKey", fields: ["apiKey", "previous"] },
+  "project.created": { resource: "project", fields: ["project"] },
+  "project.archived": { resource: "project", fields: ["project", "previous"] },
+  "project.restored": { resource: "project", fields: ["project", "previous"] },
+  "environment.created": { resource: "environment", fields: ["environment"] },
+  "environment.archived": { resource: "environment", fields: ["environment", "previous", "reason"] },
+  "settings.updated": {
+    resource: "setting",
+    fields: ["setting", "action", "settingId", "key", "scopeKind", "changed"]
   },
-  "membership.removed": { resource: "member", fields: ["memberId", "subjectType", "subjectId", "roles"] },
-  "invite.created": { resource: "invitation", fields: ["invitationId", "email", "role", "expiresAt"] },
-  "invite.accepted": { resource: "invitation", fields: ["invitationId", "email", "role", "userId", "memberId"] },
-  "invite.revoked": { resource: "invitation", fields: ["invitationId", "email", "role"] },
-  "team.created": { resource: "team", fields: ["teamId", "name", "slug"] },
-  "team.updated": { resource: "team", fields: ["teamId", "name", "slug", "previousName", "previousSlug"] },
-  "team.deleted": { resource: "team", fields: ["teamId", "name", "slug"] },
-  "team.member.added": { resource: "team", fields: ["teamId", "subjectType", "subjectId"] },
-  "team.member.removed": { resource: "team", fields: ["teamId", "subjectType", "subjectId"] },
-  "team.role.granted": { resource: "team", fields: ["teamId", "role", "scopeKind", "scopeRef"] },
-  "team.role.revoked": { resource: "team", fields: ["teamId", "role", "scopeKind", "scopeRef"] },
-  "api_key.created": {
-    resource: "apiKey",
-    fields: ["keyId", "label", "role", "projectId", "servicePrincipalId", "expiresAt"]
+  "feature.updated": {
+    resource: "featureFlag",
+    fields: ["featureFlag", "action", "flagId", "key", "scopeKind", "changed"]
   },
-  "api_key.revoked": {
-    resource: "apiKey",
-    fields: ["keyId", "label", "role", "projectId", "servicePrincipalId", "expiresAt"]
+  "secrets.updated": {
+    resource: "secret",
+    fields: ["secret", "previous?", "id", "key", "scopeKind", "version", "change"]
   },
-  "project.created": { resource: "project", fields: ["projectId", "name", "slug", "status"] },
-  "project.archived": { resource: "project", fields: ["projectId", "name", "slug", "status"] },
-  "project.restored": { resource: "project", fields: ["projectId", "name", "slug", "status"] },
-  "environment.created": { resource: "environment", fields: ["projectId", "environmentId", "name", "slug"] },
-  "environment.archived": {
-    resource: "environment",
-    fields: ["projectId", "environmentId", "name", "slug", "reason"]
-  },
-  "settings.updated": { resource: "setting", fields: ["action", "settingId", "key", "scopeKind", "changed"] },
-  "feature.updated": { resource: "featureFlag", fields: ["action", "flagId", "key", "scopeKind", "changed"] },
-  "secrets.updated": { resource: "secret", fields: ["id", "key", "scopeKind", "version", "change"] },
   "agent_provider.connected": { resource: "connection", fields: ["id", "provider", "name", "status", "keyHint"] },
   "agent_provider.updated": {
     resource: "connection",
     fields: ["id", "provider", "name", "status", "keyHint", "changed"]
   },
   "agent_provider.disconnected": { resource: "connection", fields: ["id", "provider", "name", "status", "keyHint"] },
+  "quota.created": {
+    resource: "quota",
+    fields: ["quotaId", "metric", "limit", "period", "enforcement", "projectId", "environmentId"]
+  },
+  "quota.updated": {
+    resource: "quota",
+    fields: ["quotaId", "metric", "limit", "period", "enforcement", "projectId", "environmentId"]
+  },
+  "quota.deleted": {
+    resource: "quota",
+    fields: ["quotaId", "metric", "limit", "period", "enforcement", "projectId", "environmentId"]
+  },
+  "quota.exceeded": {
+    resource: "quotaViolation",
+    fields: [
+      "violationId",
+      "quotaId",
+      "metric",
+      "projectId",
+      "environmentId",
+      "resourceId",
+      "period",
+      "periodStart",
+      "limit",
+      "used",
+      "enforcement"
+    ]
+  },
+  "run.created": { resource: "run", fields: ["runId", "projectId", "environmentId", "jobs"] },
+  "run.canceled": { resource: "run", fields: ["runId", "projectId", "reason"] },
+  "run.finished": { resource: "run", fields: ["runId", "projectId", "status", "jobCounts"] },
+  "cli_link.created": { resource: "link", fields: ["linkId", "projectId", "remoteUrl"] },
+  "cli_link.updated": { resource: "link", fields: ["linkId", "projectId", "remoteUrl"] },
+  "cli_link.deleted": { resource: "link", fields: ["linkId", "projectId", "remoteUrl"] },
   "webhook_endpoint.created": { resource: "endpoint", fields: ["endpoint"] },
   "webhook_endpoint.updated": { resource: "endpoint", fields: ["endpoint", "previous"] },
   "webhook_endpoint.deleted": { resource: "endpoint", fields: ["endpoint"] },

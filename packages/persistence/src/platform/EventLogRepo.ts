@@ -89,6 +89,8 @@ export interface EventAppend {
 export class EventLogRepo extends Context.Service<EventLogRepo, {
   /** Writes the event and its audit entry; run it inside `Transactor.withTransaction` with the mutation. */
   readonly append: (entry: EventAppend) => Effect.Effect<void, UniqueViolation>
+  /** Writes several events with their audit entries in one statement (the webhook worker's lifecycle events). */
+  readonly appendMany: (entries: ReadonlyArray<EventAppend>) => Effect.Effect<void, UniqueViolation>
   /** Every event of an org, newest first. */
   readonly listEvents: (query: { readonly orgId: OrgId }) => Effect.Effect<ReadonlyArray<EventRecord>>
   /** One page of an org's audit entries, newest first. */
@@ -98,18 +100,30 @@ export class EventLogRepo extends Context.Service<EventLogRepo, {
   static readonly memory = Layer.sync(EventLogRepo, () => {
     const events = new Map<EventId, EventRecord>()
     const audit = new Map<AuditEntryId, AuditEntryRecord>()
-    return EventLogRepo.of({
-      append: (entry) =>
-        atomically((changes) => {
-          if (events.has(entry.event.id)) return Effect.fail(new UniqueViolation({ constraint: "events_pkey" }))
-          if (audit.has(entry.audit.id)) return Effect.fail(new UniqueViolation({ constraint: "audit_entries_pkey" }))
-          if (entry.audit.eventId !== entry.event.id && !events.has(entry.audit.eventId)) {
-            return Effect.die(new Error(`audit entry ${entry.audit.id} refers to unknown event ${entry.audit.eventId}`))
-          }
+    const appendMany = (entries: ReadonlyArray<EventAppend>) =>
+      atomically((changes) => {
+        // Every check before any change: the statement's all-or-nothing.
+        const eventIds = new Set(entries.map((entry) => entry.event.id))
+        const auditIds = new Set(entries.map((entry) => entry.audit.id))
+        if (eventIds.size < entries.length || entries.some((entry) => events.has(entry.event.id))) {
+          return Effect.fail(new UniqueViolation({ constraint: "events_pkey" }))
+        }
+        if (auditIds.size < entries.length || entries.some((entry) => audit.has(entry.audit.id))) {
+          return Effect.fail(new UniqueViolation({ constraint: "audit_entries_pkey" }))
+        }
+        const orphan = entries.find((entry) => !eventIds.has(entry.audit.eventId) && !events.has(entry.audit.eventId))
+        if (orphan !== undefined) {
+          return Effect.die(new Error(`audit entry ${orphan.audit.id} refers to unknown event ${orphan.audit.eventId}`))
+        }
+        for (const entry of entries) {
           changes.set(events, entry.event.id, entry.event)
           changes.set(audit, entry.audit.id, entry.audit)
-          return Effect.void
-        }),
+        }
+        return Effect.void
+      })
+    return EventLogRepo.of({
+      append: (entry) => appendMany([entry]),
+      appendMany,
       listEvents: ({ orgId }) =>
         Effect.sync(() => [...events.values()].filter((event) => event.orgId === orgId).sort(occurredNewestFirst)),
       listAudit: (query) =>
@@ -122,6 +136,7 @@ export class EventLogRepo extends Context.Service<EventLogRepo, {
     EventLogRepo,
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
+      const encodeAppend = Schema.encodeEffect(Schema.Struct({ event: EventRecord, audit: AuditEntryRecord }))
 
       return EventLogRepo.of({
         // One statement, so the pair is written together even outside a transaction.
@@ -143,6 +158,24 @@ export class EventLogRepo extends Context.Service<EventLogRepo, {
           }),
           uniqueViolationOrDie
         ),
+        appendMany: (entries) =>
+          Effect.forEach(entries, (entry) => encodeAppend(entry)).pipe(
+            Effect.flatMap((encoded) => {
+              const [first, ...rest] = encoded
+              if (first === undefined) return Effect.void
+              const eventRow = ({ event }: typeof first) => ({
+                ...event,
+                data: sql.json(event.data),
+                traceContext: event.traceContext === null ? null : sql.json(event.traceContext)
+              })
+              const auditRow = ({ audit }: typeof first) => ({ ...audit, payload: sql.json(audit.payload) })
+              return sql`
+                with event as (insert into events ${sql.insert([eventRow(first), ...rest.map(eventRow)])})
+                insert into audit_entries ${sql.insert([auditRow(first), ...rest.map(auditRow)])}`
+            }),
+            Effect.asVoid,
+            uniqueViolationOrDie
+          ),
         listEvents: flow(
           SqlSchema.findAll({
             Request: Schema.Struct({ orgId: OrgId }),

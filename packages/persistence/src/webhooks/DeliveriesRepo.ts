@@ -27,6 +27,8 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
   readonly claim: (claim: Claim) => Effect.Effect<ReadonlyArray<DeliveryRow>>
   /** Writes a try's outcome and releases the claim; None when the claim was lost (expired and taken over). */
   readonly complete: (outcome: AttemptOutcome) => Effect.Effect<Option.Option<DeliveryRow>>
+  /** `complete` for a round's outcomes in one statement: the rows written (those whose claim held), in any order. */
+  readonly completeMany: (outcomes: ReadonlyArray<AttemptOutcome>) => Effect.Effect<ReadonlyArray<DeliveryRow>>
   readonly stats: (query: EndpointSince) => Effect.Effect<AttemptStats>
   /** The endpoint's `failed` attempts created at or after `since`, oldest first. */
   readonly failedSince: (query: EndpointSince) => Effect.Effect<ReadonlyArray<DeliveryRow>>
@@ -37,6 +39,12 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
     WebhookDeliveriesRepo,
     Effect.gen(function*() {
       const { deliveries: table } = yield* WebhookTables
+      const complete = (outcome: AttemptOutcome) =>
+        updateRow(
+          table,
+          outcome.id,
+          (row) => row.claimToken !== outcome.token ? Option.none() : Option.some(applyOutcome(row, outcome))
+        )
       return WebhookDeliveriesRepo.of({
         insertMany: (rows) =>
           atomically((changes) => {
@@ -58,12 +66,8 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
             for (const row of due) changes.set(table, row.id, row)
             return Effect.succeed(due)
           }),
-        complete: (outcome) =>
-          updateRow(
-            table,
-            outcome.id,
-            (row) => row.claimToken !== outcome.token ? Option.none() : Option.some(applyOutcome(row, outcome))
-          ),
+        complete,
+        completeMany: (outcomes) => Effect.map(Effect.forEach(outcomes, complete), Arr.getSomes),
         stats: ({ endpointId, since }) =>
           Effect.sync(() => {
             const rows = [...table.values()].filter((row) => row.endpointId === endpointId)
@@ -174,6 +178,46 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
                   updated_at = ${o.at}
                 where id = ${o.id} and claim_token = ${o.token}
                 returning *`
+          }),
+          Effect.orDie
+        ),
+        completeMany: flow(
+          SqlSchema.findAll({
+            Request: Schema.Array(AttemptOutcome),
+            Result: DeliveryRow,
+            // One parameter, whatever the round's size: the outcomes as a JSON array of snake_case records.
+            execute: (outcomes) =>
+              outcomes.length === 0 ? Effect.succeed([]) : sql`
+                update webhook_deliveries d set
+                  status = v.status,
+                  attempt_number = v.attempt_number,
+                  http_status_code = v.http_status_code,
+                  failure_reason = v.failure_reason,
+                  next_retry_at = v.next_retry_at,
+                  due_at = v.next_retry_at,
+                  completed_at = v.completed_at,
+                  response_body = v.response_body,
+                  claimed_until = null,
+                  claim_token = null,
+                  updated_at = v.at
+                from jsonb_to_recordset(${
+                sql.json(outcomes.map((o) => ({
+                  id: o.id,
+                  token: o.token,
+                  status: o.status,
+                  attempt_number: o.attemptNumber,
+                  http_status_code: o.httpStatusCode,
+                  failure_reason: o.failureReason,
+                  next_retry_at: o.nextRetryAt,
+                  completed_at: o.completedAt,
+                  response_body: o.responseBody,
+                  at: o.at
+                })))
+              }::jsonb) as v(id text, token text, status text, attempt_number integer, http_status_code integer,
+                  failure_reason text, next_retry_at timestamptz, completed_at timestamptz, response_body text,
+                  at timestamptz)
+                where d.id = v.id and d.claim_token = v.token
+                returning d.*`
           }),
           Effect.orDie
         ),

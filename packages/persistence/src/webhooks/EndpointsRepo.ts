@@ -42,6 +42,11 @@ export class WebhookEndpointsRepo extends Context.Service<WebhookEndpointsRepo, 
   readonly update: (row: EndpointRow) => Effect.Effect<void>
   /** Removes the endpoint with its subscriptions and delivery attempts. */
   readonly remove: (key: EndpointKey) => Effect.Effect<void>
+  /**
+   * Inside a transaction: holds these endpoints (in id order, the one global order every worker round takes them in)
+   * against deletion until it ends, while leaving them free for other rounds' streak updates (`for key share`).
+   */
+  readonly holdInOrder: (ids: ReadonlyArray<WebhookEndpointId>) => Effect.Effect<void>
   /** After a terminal outcome: the streak reset (success) or incremented (failure); the row as it is now. */
   readonly recordStreak: (change: StreakChange) => Effect.Effect<Option.Option<EndpointRow>>
   readonly insertSubscription: (row: SubscriptionRow) => Effect.Effect<void, UniqueViolation>
@@ -91,6 +96,8 @@ export class WebhookEndpointsRepo extends Context.Service<WebhookEndpointsRepo, 
             }
             return Effect.void
           }),
+        // Memory transactions run one at a time.
+        holdInOrder: () => Effect.void,
         recordStreak: ({ at, endpointId, success }) =>
           updateRow(endpoints, endpointId, (row) =>
             Option.some({
@@ -185,6 +192,12 @@ export class WebhookEndpointsRepo extends Context.Service<WebhookEndpointsRepo, 
           }),
           Effect.orDie
         ),
+        holdInOrder: (ids) =>
+          ids.length === 0 ? Effect.void : sql`
+            select id from webhook_endpoints where id in ${sql.in([...ids].sort())} order by id for key share`.pipe(
+            Effect.asVoid,
+            Effect.orDie
+          ),
         recordStreak: flow(
           SqlSchema.findOneOption({
             Request: StreakChange,

@@ -162,6 +162,22 @@ describeContract("EventLogRepo", EventLogRepo, (it) => {
       assert.deepStrictEqual(yield* ids({ category: "billing" }), [])
     }))
 
+  it.effect("appendMany writes several events with their audit entries at once, or none of them", () =>
+    Effect.gen(function*() {
+      const log = yield* EventLogRepo
+      const orgId = newOrgId()
+      const entries = [entry({ orgId, minute: 1 }), entry({ orgId, minute: 2 }), entry({ orgId, minute: 3 })]
+      yield* log.appendMany(entries)
+      yield* log.appendMany([])
+      assert.deepStrictEqual(yield* log.listEvents({ orgId }), entries.map((one) => one.event).reverse())
+      assert.deepStrictEqual(yield* log.listAudit({ orgId, limit: 10 }), entries.map((one) => one.audit).reverse())
+      const [first] = entries
+      const fresh = entry({ orgId, minute: 4 })
+      const clash = yield* Effect.flip(log.appendMany([fresh, { ...entry({ orgId, minute: 5 }), event: first!.event }]))
+      assert.strictEqual(clash._tag, "UniqueViolation")
+      assert.strictEqual((yield* log.listEvents({ orgId })).length, 3)
+    }))
+
   it.effect("a reused event or audit id is a UniqueViolation and writes nothing", () =>
     Effect.gen(function*() {
       const log = yield* EventLogRepo

@@ -244,6 +244,52 @@ describeContract("Webhook repositories", repositories, (it) => {
       assert.isFalse(fourth.some((row) => row.id === due.id))
     }))
 
+  it.effect("completeMany writes a round's outcomes in one statement, each only under its claim", () =>
+    Effect.gen(function*() {
+      const deliveries = yield* WebhookDeliveriesRepo
+      const { endpoint } = yield* oneEndpoint
+      const [a, b, c] = [attemptRow(endpoint, -700), attemptRow(endpoint, -699), attemptRow(endpoint, -698)]
+      yield* deliveries.insertMany([a, b, c])
+      const claimed = yield* deliveries.claim({ now: at(0), until: at(1), token: "round", limit: 1000 })
+      assert.includeMembers(claimed.map((row) => row.id), [a.id, b.id, c.id])
+      const base = {
+        token: "round",
+        httpStatusCode: 500,
+        failureReason: "http_500",
+        completedAt: null,
+        responseBody: "down",
+        at: at(1)
+      }
+      const written = yield* deliveries.completeMany([
+        { ...base, id: a.id, status: "retrying", attemptNumber: 1, nextRetryAt: at(30) },
+        {
+          ...base,
+          id: b.id,
+          status: "success",
+          attemptNumber: 1,
+          httpStatusCode: 200,
+          failureReason: null,
+          nextRetryAt: null,
+          completedAt: at(1)
+        },
+        // Not this round's claim: refused.
+        { ...base, id: c.id, token: "other", status: "failed", attemptNumber: 5, nextRetryAt: null }
+      ])
+      assert.sameMembers(written.map((row) => row.id), [a.id, b.id])
+      const byId = new Map(written.map((row) => [row.id, row]))
+      assert.strictEqual(byId.get(a.id)?.status, "retrying")
+      assert.deepStrictEqual(byId.get(a.id)?.dueAt, at(30))
+      assert.strictEqual(byId.get(a.id)?.failureReason, "http_500")
+      assert.strictEqual(byId.get(b.id)?.status, "success")
+      assert.isNull(byId.get(b.id)?.dueAt)
+      assert.isNull(byId.get(b.id)?.claimToken)
+      assert.strictEqual(
+        Option.getOrThrow(yield* deliveries.find({ orgId: c.orgId, attemptId: c.id })).claimToken,
+        "round"
+      )
+      assert.deepStrictEqual(yield* deliveries.completeMany([]), [])
+    }))
+
   it.effect("a retry's nextRetryAt is when it is due again", () =>
     Effect.gen(function*() {
       const deliveries = yield* WebhookDeliveriesRepo

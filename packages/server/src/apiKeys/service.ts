@@ -4,7 +4,7 @@
  */
 import {
   type Actor,
-  type ApiKey,
+  ApiKey,
   type ApiKeyId,
   Conflict,
   type CreateApiKey,
@@ -36,7 +36,7 @@ import { SecurityLog } from "../identity/securityLog.ts"
 import { authenticatedUser } from "../identity/users.ts"
 import { lockedAuthority } from "../platform/authority.ts"
 import { randomHex, sha256Hex } from "../platform/crypto.ts"
-import { EventLog } from "../platform/events.ts"
+import { apiJson, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { coversRole } from "../platform/rbac.ts"
@@ -116,27 +116,25 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
       const cursors = yield* Cursors
       const authority = lockedAuthority(yield* OrganizationsRepo, yield* WorkspaceResolver)
 
+      const keyMetadata = (key: ApiKeyRow) =>
+        Object.fromEntries(Object.entries(apiJson(ApiKey, toApiKey(key))).filter(([field]) => field !== "prefix"))
+
       /** The workspace event (and its audit entry) and the user's security event; no key material in either. */
       const recordKeyEvent = Effect.fnUntraced(function*(
         user: UserRow,
         key: ApiKeyRow,
         type: "api_key.created" | "api_key.revoked"
       ) {
-        const details = {
-          keyId: key.id,
-          label: key.label,
-          role: key.role,
-          projectId: key.projectId,
-          servicePrincipalId: key.servicePrincipalId,
-          expiresAt: key.expiresAt?.toISOString() ?? null
-        }
         yield* events.record({
           orgId: key.orgId,
           type,
           actor: { actorType: "user", actorId: user.id },
           subject: { kind: "api_key", id: key.id, name: key.label },
           projectId: key.projectId,
-          data: details,
+          // webhooks.md §1: the key's API metadata, less its `prefix` (key material); a revoke changed `revokedAt`.
+          data: type === "api_key.created"
+            ? { apiKey: keyMetadata(key) }
+            : { apiKey: keyMetadata(key), previous: { revokedAt: null } },
           description: type === "api_key.created"
             ? `API key ${key.label} created with role ${key.role}`
             : `API key ${key.label} revoked`
@@ -146,7 +144,15 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
           userId: user.id,
           eventType: type,
           outcome: "success",
-          metadata: { ...details, orgId: key.orgId }
+          metadata: {
+            keyId: key.id,
+            label: key.label,
+            role: key.role,
+            projectId: key.projectId,
+            servicePrincipalId: key.servicePrincipalId,
+            expiresAt: key.expiresAt?.toISOString() ?? null,
+            orgId: key.orgId
+          }
         })
       })
 

@@ -8,7 +8,7 @@ import {
   type Actor,
   Conflict,
   type EnvironmentId,
-  type FeatureFlag,
+  FeatureFlag,
   type FeatureFlagId,
   type FeatureFlagInput,
   type FeatureFlagPatch,
@@ -17,7 +17,7 @@ import {
   type ProjectId,
   type ResolvedSetting,
   type ResolvedWorkspace,
-  type Setting,
+  Setting,
   type SettingId,
   type SettingInput,
   type SettingPatch,
@@ -31,6 +31,7 @@ import {
   EnvironmentsRepo,
   type FeatureFlagRow,
   idPosition,
+  type JsonObject,
   OrganizationsRepo,
   type PageWindow,
   ProjectsRepo,
@@ -39,7 +40,7 @@ import {
   type UniqueViolation
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option } from "effect"
-import { eventActorOf, EventLog } from "../platform/events.ts"
+import { apiJson, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
@@ -183,6 +184,11 @@ export class ConfigService extends Context.Service<ConfigService, {
           )
         )
 
+      const resourceOf = (row: SettingRow | FeatureFlagRow): JsonObject =>
+        "enabled" in row
+          ? { featureFlag: apiJson(FeatureFlag, toFeatureFlag(row)) }
+          : { setting: apiJson(Setting, toSetting(row, false)) }
+
       /** Records a change to a setting or a flag: its event and audit entry carry ids and keys, never values. */
       const recordChange = (
         kind: ChangeKind,
@@ -196,7 +202,8 @@ export class ConfigService extends Context.Service<ConfigService, {
           type: kind.type,
           actor: eventActorOf(actor),
           subject: { kind: kind.subjectKind, id: row.id, name: row.key },
-          data: { action, [kind.idField]: row.id, key: row.key, scopeKind: row.scopeKind, changed },
+          // webhooks.md §1: the row as the API returns it; its values read `[REDACTED]` (audit redaction of `value`).
+          data: { action, [kind.idField]: row.id, key: row.key, scopeKind: row.scopeKind, changed, ...resourceOf(row) },
           projectId: row.projectId,
           environmentId: row.environmentId,
           description: `${kind.label} ${row.key} ${action} at ${row.scopeKind} scope`

@@ -9,9 +9,10 @@ import {
   type Actor,
   Conflict,
   Forbidden,
-  type Invitation,
+  Invitation,
   type InvitationId,
   type InvitationStatus,
+  Member,
   type MyInvitation,
   NotFound,
   type Paged,
@@ -25,9 +26,11 @@ import {
   idPosition,
   type InvitationRow,
   InvitationsRepo,
+  type MemberRow,
   MembersRepo,
   OrganizationsRepo,
   type PageWindow,
+  type RoleBindingRow,
   RoleBindingsRepo,
   Transactor,
   type UserRow,
@@ -39,7 +42,7 @@ import { authenticatedUser } from "../identity/users.ts"
 import { lockedAuthority } from "../platform/authority.ts"
 import { AppConfig } from "../platform/config.ts"
 import { hmacSha256Hex, randomBase64Url } from "../platform/crypto.ts"
-import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
+import { apiJson, type EventActor, eventActorOf, EventLog, previousJson } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { ServerKeys } from "../platform/keys.ts"
 import { Mailer } from "../platform/mailer.ts"
@@ -47,7 +50,7 @@ import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts
 import { holdsRole } from "../platform/rbac.ts"
 import { currentDate } from "../platform/serviceKit.ts"
 import { WorkspaceResolver } from "../platform/workspaceResolver.ts"
-import { ownerRequired } from "./service.ts"
+import { insertedMember, ownerRequired } from "./service.ts"
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000
 
@@ -165,17 +168,15 @@ export class InvitationsService extends Context.Service<InvitationsService, {
             const current = yield* invitations.findById(found.id)
             return yield* notActionable(Option.getOrElse(current, () => found), now)
           }
-          const memberId = mint.member(now)
-          // The membership was checked above under the workspace lock: a collision is a defect.
-          yield* members.insert({
-            id: memberId,
+          const member: MemberRow = {
+            id: mint.member(now),
             orgId: found.orgId,
             subjectType: "user",
             subjectId: user.id,
             status: "active",
             joinedAt: at
-          }).pipe(Effect.orDie)
-          yield* bindings.insert({
+          }
+          const binding: RoleBindingRow = {
             id: mint.roleBinding(now),
             orgId: found.orgId,
             subjectType: "user",
@@ -184,27 +185,37 @@ export class InvitationsService extends Context.Service<InvitationsService, {
             scopeKind: "organization",
             scopeRef: null,
             createdAt: at
-          }).pipe(Effect.orDie)
+          }
+          // The membership was checked above under the workspace lock: a collision is a defect.
+          yield* members.insert(member).pipe(Effect.orDie)
+          yield* bindings.insert(binding).pipe(Effect.orDie)
           const actorOfEvent: EventActor = { actorType: "user", actorId: user.id }
           yield* events.record({
             orgId: found.orgId,
             type: "invite.accepted",
             actor: actorOfEvent,
             subject: { kind: "invitation", id: found.id, name: found.email },
-            data: { invitationId: found.id, email: found.email, role: found.role, userId: user.id, memberId },
+            // webhooks.md §1: the invitation as the API returns it (and what accepting it changed).
+            data: {
+              invitation: apiJson(Invitation, toInvitation(accepted.value, now)),
+              previous: previousJson(Invitation, toInvitation(found, now), toInvitation(accepted.value, now))
+            },
             description: `Invitation for ${found.email} accepted`
           })
           yield* events.record({
             orgId: found.orgId,
             type: "membership.added",
             actor: actorOfEvent,
-            subject: { kind: "member", id: memberId, name: null },
-            data: { memberId, subjectType: "user", subjectId: user.id, role: found.role, invitationId: found.id },
+            subject: { kind: "member", id: member.id, name: null },
+            data: {
+              member: apiJson(Member, yield* insertedMember(members, member, [binding])),
+              invitationId: found.id
+            },
             description: `Joined as ${found.role} by invitation`
           })
           return {
             invitation: toInvitation(accepted.value, now),
-            membership: { id: memberId, role: found.role, joinedAt: at, status: "active" }
+            membership: { id: member.id, role: found.role, joinedAt: at, status: "active" }
           }
         }))
       })
@@ -287,7 +298,7 @@ export class InvitationsService extends Context.Service<InvitationsService, {
               type: "invite.created",
               actor: eventActorOf(actor),
               subject: { kind: "invitation", id: row.id, name: email },
-              data: { invitationId: row.id, email, role: row.role, expiresAt: row.expiresAt.toISOString() },
+              data: { invitation: apiJson(Invitation, toInvitation(row, now)) },
               description: `Invited ${email} as ${row.role}`
             })
           }))
@@ -336,7 +347,10 @@ export class InvitationsService extends Context.Service<InvitationsService, {
               type: "invite.revoked",
               actor: eventActorOf(actor),
               subject: { kind: "invitation", id: row.id, name: row.email },
-              data: { invitationId: row.id, email: row.email, role: row.role },
+              data: {
+                invitation: apiJson(Invitation, toInvitation(row, now)),
+                previous: previousJson(Invitation, toInvitation(found.value, now), toInvitation(row, now))
+              },
               description: `Invitation for ${row.email} revoked`
             })
             return { invitation: toInvitation(row, now) }

@@ -6,7 +6,7 @@
 import {
   type Actor,
   Forbidden,
-  type Member,
+  Member,
   type MemberId,
   NotFound,
   type OrgId,
@@ -28,9 +28,9 @@ import {
   RoleBindingsRepo,
   Transactor
 } from "@cp/persistence"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { lockedAuthority } from "../platform/authority.ts"
-import { eventActorOf, EventLog } from "../platform/events.ts"
+import { apiJson, eventActorOf, EventLog, previousJson } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { holdsRole } from "../platform/rbac.ts"
@@ -53,6 +53,19 @@ export const toMember = (row: MemberListing, bindings: ReadonlyArray<RoleBinding
   email: row.email,
   displayName: row.displayName
 })
+
+/** A membership just inserted in this transaction, read back with its subject's email and name, as the API shows it. */
+export const insertedMember = (
+  members: MembersRepo["Service"],
+  row: MemberRow,
+  bindings: ReadonlyArray<RoleBindingRow>
+) =>
+  members.findById({ orgId: row.orgId, id: row.id }).pipe(
+    Effect.flatMap(Option.match({
+      onNone: () => Effect.die(new Error(`membership ${row.id} vanished inside its own transaction`)),
+      onSome: (listed) => Effect.succeed(toMember(listed, bindings))
+    }))
+  )
 
 /** An owner binding that makes its holder an owner of the whole workspace (not a project role). */
 const isOwnerBinding = (binding: RoleBindingRow): boolean => binding.role === "owner" && binding.scopeKind !== "project"
@@ -196,12 +209,10 @@ export class MembersService extends Context.Service<MembersService, {
               type: "membership.updated",
               actor: eventActorOf(actor),
               subject: { kind: "member", id: member.id, name: null },
+              // webhooks.md §1: the member as the API returns it, `previous` its roles before.
               data: {
-                memberId: member.id,
-                subjectType: member.subjectType,
-                subjectId: member.subjectId,
-                role,
-                previousRoles: held.map((previous) => previous.role)
+                member: apiJson(Member, toMember(member, [binding])),
+                previous: previousJson(Member, toMember(member, held), toMember(member, [binding]))
               },
               description: `Member role changed to ${role}`
             })
@@ -230,12 +241,8 @@ export class MembersService extends Context.Service<MembersService, {
               type: "membership.removed",
               actor: eventActorOf(actor),
               subject: { kind: "member", id: member.id, name: null },
-              data: {
-                memberId: member.id,
-                subjectType: member.subjectType,
-                subjectId: member.subjectId,
-                roles: removed.map((binding) => binding.role)
-              },
+              // Its final state: the roles it held until now.
+              data: { member: apiJson(Member, toMember(member, removed)) },
               description: "Member removed"
             })
             return { deleted: true as const }

@@ -4,9 +4,8 @@
  * neither can exist without the other. The event's webhook deliveries (the outbox rows) are written right there too.
  */
 import { type Actor, CurrentRequestId, type EnvironmentId, type OrgId, type ProjectId } from "@cp/domain"
-import { EventLogRepo, type EventRecord, type JsonObject } from "@cp/persistence"
-import type { Schema } from "effect"
-import { Clock, Context, Effect, Layer } from "effect"
+import { EventLogRepo, type EventRecord, type JsonObject, JsonObject as JsonObjectSchema } from "@cp/persistence"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { WebhookOutbox } from "../webhooks/outbox.ts"
 import { mint } from "./ids.ts"
 import { currentTraceContext } from "./tracing.ts"
@@ -22,6 +21,8 @@ export interface EventActor {
   readonly actorType: "user" | "service_principal" | "workflow" | "system"
   readonly actorId: string
 }
+
+const decodeJsonObject = Schema.decodeUnknownSync(JsonObjectSchema)
 
 export const systemActor: EventActor = { actorType: "system", actorId: "system" }
 
@@ -51,11 +52,34 @@ export interface NewEvent {
 /** Keys whose values never leave the process: codes, tokens, secrets, key material and their hashes. */
 const SENSITIVE_KEY = /secret|token|password|passcode|^code$|hash|api_?key|private|credential|value$/i
 
+/**
+ * Resources whose API name reads as sensitive but whose API shape carries no secret (webhooks.md §1: `apiKey` and
+ * `secret` are their metadata): redacted field by field, like any object, instead of whole.
+ */
+const RESOURCE_KEYS: ReadonlySet<string> = new Set(["apiKey", "secret"])
+
 /** A copy of `data` with every sensitive field replaced by `[REDACTED]`, at any depth. */
 export const redact = (data: JsonObject): JsonObject =>
   Object.fromEntries(
-    Object.entries(data).map(([key, value]) => [key, SENSITIVE_KEY.test(key) ? "[REDACTED]" : redactValue(value)])
+    Object.entries(data).map((
+      [key, value]
+    ) => [key, SENSITIVE_KEY.test(key) && !isResource(key, value) ? "[REDACTED]" : redactValue(value)])
   )
+
+const isResource = (key: string, value: Schema.Json) =>
+  RESOURCE_KEYS.has(key) && typeof value === "object" && value !== null && !isJsonArray(value)
+
+/** A resource as the API returns it, as JSON: what an event's `data` carries under its name (webhooks.md §1). */
+export const apiJson = <T, E>(schema: Schema.Codec<T, E>, value: T): JsonObject =>
+  decodeJsonObject(Schema.encodeSync(schema)(value))
+
+/** The API-shape values `before` had in the fields an update changed (Stripe's `previous_attributes`). */
+export const previousJson = <T, E>(schema: Schema.Codec<T, E>, before: T, after: T): JsonObject => {
+  const now = apiJson(schema, after)
+  return Object.fromEntries(
+    Object.entries(apiJson(schema, before)).filter(([key, value]) => JSON.stringify(value) !== JSON.stringify(now[key]))
+  )
+}
 
 const isJsonArray = (value: Schema.Json): value is ReadonlyArray<Schema.Json> => Array.isArray(value)
 
@@ -103,54 +127,62 @@ export const auditCategoryOf = (type: string): string =>
 export class EventLog extends Context.Service<EventLog, {
   /** Appends the event and its audit entry; call inside the mutation's transaction. */
   readonly record: (event: NewEvent) => Effect.Effect<void>
+  /** Appends several events (and their audit entries) in one write, as `record` each; inside a transaction. */
+  readonly recordMany: (events: ReadonlyArray<NewEvent>) => Effect.Effect<void>
 }>()("@cp/server/EventLog") {
   static readonly layer = Layer.effect(
     EventLog,
     Effect.gen(function*() {
       const repo = yield* EventLogRepo
       const outbox = yield* WebhookOutbox
-      return EventLog.of({
-        record: Effect.fn("EventLog.record")(function*(event: NewEvent) {
-          const now = yield* Clock.currentTimeMillis
-          const requestId = yield* CurrentRequestId
-          const occurredAt = new Date(now)
-          const id = mint.eventId(now)
-          const data = redact(event.data)
-          const common = {
-            orgId: event.orgId,
-            ...event.actor,
-            subjectKind: event.subject.kind,
-            subjectId: event.subject.id,
-            subjectName: event.subject.name,
-            projectId: event.projectId ?? null,
-            environmentId: event.environmentId ?? null,
-            occurredAt,
-            requestId,
-            correlationId: requestId
-          }
-          const record: EventRecord = {
-            id,
-            type: event.type,
-            data,
-            traceContext: yield* currentTraceContext,
+      /** The log row and audit entry of an event happening now. */
+      const entryOf = Effect.fnUntraced(function*(event: NewEvent) {
+        const now = yield* Clock.currentTimeMillis
+        const requestId = yield* CurrentRequestId
+        const occurredAt = new Date(now)
+        const id = mint.eventId(now)
+        const data = redact(event.data)
+        const common = {
+          orgId: event.orgId,
+          ...event.actor,
+          subjectKind: event.subject.kind,
+          subjectId: event.subject.id,
+          subjectName: event.subject.name,
+          projectId: event.projectId ?? null,
+          environmentId: event.environmentId ?? null,
+          occurredAt,
+          requestId,
+          correlationId: requestId
+        }
+        const record: EventRecord = { id, type: event.type, data, traceContext: yield* currentTraceContext, ...common }
+        return {
+          event: record,
+          audit: {
+            id: mint.auditEntryId(now),
+            eventId: id,
+            eventType: AUDIT_EVENT_TYPE[event.type] ?? event.type,
+            source: "api",
+            category: auditCategoryOf(event.type),
+            description: event.description,
+            payload: data,
             ...common
           }
-          yield* repo.append({
-            event: record,
-            audit: {
-              id: mint.auditEntryId(now),
-              eventId: id,
-              eventType: AUDIT_EVENT_TYPE[event.type] ?? event.type,
-              source: "api",
-              category: auditCategoryOf(event.type),
-              description: event.description,
-              payload: data,
-              ...common
-            }
-          }).pipe(Effect.orDie)
+        }
+      })
+      const recordMany = Effect.fn("EventLog.recordMany")(function*(events: ReadonlyArray<NewEvent>) {
+        const entries = yield* Effect.forEach(events, entryOf)
+        yield* repo.appendMany(entries).pipe(Effect.orDie)
+        // The transactional outbox: the events' webhook deliveries commit or roll back with them.
+        for (const entry of entries) yield* outbox.enqueue(entry.event)
+      })
+      return EventLog.of({
+        record: Effect.fn("EventLog.record")(function*(event: NewEvent) {
+          const entry = yield* entryOf(event)
+          yield* repo.append(entry).pipe(Effect.orDie)
           // The transactional outbox: the event's webhook deliveries commit or roll back with it.
-          yield* outbox.enqueue(record)
-        })
+          yield* outbox.enqueue(entry.event)
+        }),
+        recordMany
       })
     })
   ).pipe(Layer.provide(WebhookOutbox.layer))

@@ -6,13 +6,13 @@
 import {
   type Actor,
   Conflict,
-  type Environment,
+  Environment,
   type EnvironmentId,
   NotFound,
   type OrgId,
   type Paged,
   PreconditionFailed,
-  type Project,
+  Project,
   type ProjectId,
   type ResolvedWorkspace,
   type ValidationFailed,
@@ -22,6 +22,7 @@ import {
   type EnvironmentRow,
   EnvironmentsRepo,
   idPosition,
+  type JsonObject,
   OrganizationsRepo,
   type ProjectRow,
   ProjectsRepo,
@@ -29,7 +30,7 @@ import {
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option } from "effect"
 import { Entitlements } from "../platform/entitlements.ts"
-import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
+import { apiJson, type EventActor, eventActorOf, EventLog, previousJson } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { currentDate } from "../platform/serviceKit.ts"
@@ -110,13 +111,20 @@ export class ProjectsService extends Context.Service<ProjectsService, {
       const findEnvironment = (orgId: OrgId, projectId: ProjectId, environmentId: EnvironmentId) =>
         findEnvironmentIn(environments, { orgId, projectId, environmentId })
 
-      const recordProject = (actor: EventActor, row: ProjectRow, type: string, description: string) =>
+      /** webhooks.md §1: the project as the API returns it; archive and restore add `previous`. */
+      const recordProject = (
+        actor: EventActor,
+        row: ProjectRow,
+        type: string,
+        description: string,
+        previous?: JsonObject
+      ) =>
         events.record({
           orgId: row.orgId,
           type,
           actor,
           subject: { kind: "project", id: row.id, name: row.name },
-          data: { projectId: row.id, name: row.name, slug: row.slug, status: row.status },
+          data: { project: apiJson(Project, row), ...(previous === undefined ? {} : { previous }) },
           projectId: row.id,
           description
         })
@@ -196,7 +204,9 @@ export class ProjectsService extends Context.Service<ProjectsService, {
               eventActorOf(actor),
               archived.value,
               "project.archived",
-              `Project ${archived.value.name} archived`
+              `Project ${archived.value.name} archived`,
+              // Only an active project is archived.
+              { status: "active", archivedAt: null }
             )
             return { project: archived.value }
           }))
@@ -215,7 +225,8 @@ export class ProjectsService extends Context.Service<ProjectsService, {
               eventActorOf(actor),
               restored.value,
               "project.restored",
-              `Project ${restored.value.name} restored`
+              `Project ${restored.value.name} restored`,
+              previousJson(Project, current, restored.value)
             )
             return { project: restored.value }
           }))
@@ -268,7 +279,7 @@ export class ProjectsService extends Context.Service<ProjectsService, {
               type: "environment.created",
               actor: eventActorOf(actor),
               subject: { kind: "environment", id: row.id, name: row.name },
-              data: { projectId, environmentId: row.id, name: row.name, slug: row.slug },
+              data: { environment: apiJson(Environment, row) },
               projectId,
               environmentId: row.id,
               description: `Environment ${row.name} created in project ${project.name}`
@@ -312,7 +323,8 @@ export const recordEnvironmentArchived = (
     type: "environment.archived",
     actor,
     subject: { kind: "environment", id: row.id, name: row.name },
-    data: { projectId: row.projectId, environmentId: row.id, name: row.name, slug: row.slug, reason },
+    // Only an active environment is archived.
+    data: { environment: apiJson(Environment, row), previous: { status: "active", archivedAt: null }, reason },
     projectId: row.projectId,
     environmentId: row.id,
     description: reason === "idle"

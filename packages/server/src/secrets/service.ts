@@ -12,7 +12,7 @@ import {
   type Paged,
   type ProjectId,
   type ResolvedWorkspace,
-  type Secret,
+  Secret,
   type SecretId,
   type SecretInput,
   type SecretRotation,
@@ -30,7 +30,7 @@ import {
   Transactor
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option } from "effect"
-import { eventActorOf, EventLog } from "../platform/events.ts"
+import { apiJson, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { ServerKeys } from "../platform/keys.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
@@ -157,7 +157,16 @@ export class SecretsService extends Context.Service<SecretsService, {
           actor: eventActorOf(actor),
           subject: { kind: "secret", id: row.id, name: row.secretKey },
           // Metadata only; the redaction of event data is a second line of defence, not the first.
-          data: { id: row.id, key: row.secretKey, scopeKind: row.scopeKind, version: row.version, change },
+          // webhooks.md §1: the secret's API metadata (never a value) beside the summary; a rotation bumped `version`.
+          data: {
+            secret: apiJson(Secret, toSecret(row)),
+            ...(change === "rotated" ? { previous: { version: row.version - 1 } } : {}),
+            id: row.id,
+            key: row.secretKey,
+            scopeKind: row.scopeKind,
+            version: row.version,
+            change
+          },
           projectId: row.projectId,
           environmentId: row.environmentId,
           description: `Secret ${row.secretKey} ${change}`

@@ -12,10 +12,10 @@ import {
   type ProjectId,
   type ResolvedWorkspace,
   subjectTypeOf,
-  type Team,
+  Team,
   type TeamId,
-  type TeamMember,
-  type TeamRoleGrant,
+  TeamMember,
+  TeamRoleGrant,
   type TeamRoleTuple,
   type TeamSubjectType,
   type ValidationFailed,
@@ -24,6 +24,7 @@ import {
 } from "@cp/domain"
 import {
   idPosition,
+  type JsonObject,
   MembersRepo,
   OrganizationsRepo,
   ProjectsRepo,
@@ -38,7 +39,7 @@ import {
 } from "@cp/persistence"
 import { Context, Effect, Layer } from "effect"
 import { lockedAuthority } from "../platform/authority.ts"
-import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
+import { apiJson, type EventActor, eventActorOf, EventLog, previousJson } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
@@ -175,7 +176,7 @@ export class TeamsService extends Context.Service<TeamsService, {
         actor: EventActor,
         team: TeamRow,
         type: string,
-        data: Record<string, string | null>,
+        data: JsonObject,
         description: string,
         projectId: ProjectId | null = null
       ) =>
@@ -184,7 +185,8 @@ export class TeamsService extends Context.Service<TeamsService, {
           type,
           actor,
           subject: { kind: "team", id: team.id, name: team.name },
-          data: { teamId: team.id, ...data },
+          // webhooks.md §1: the team as the API returns it, then what the event adds.
+          data: { team: apiJson(Team, toTeam(team)), ...data },
           projectId,
           description
         })
@@ -243,7 +245,7 @@ export class TeamsService extends Context.Service<TeamsService, {
               eventActorOf(actor),
               row,
               "team.created",
-              { name: row.name, slug: row.slug },
+              {},
               `Team ${row.name} created`
             )
             return { team: toTeam(row) }
@@ -273,10 +275,7 @@ export class TeamsService extends Context.Service<TeamsService, {
               orFail(() => teamNotFound(teamId))
             )
             yield* record(workspace, eventActorOf(actor), updated, "team.updated", {
-              name: updated.name,
-              slug: updated.slug,
-              previousName: before.name,
-              previousSlug: before.slug
+              previous: previousJson(Team, toTeam(before), toTeam(updated))
             }, `Team ${updated.name} updated`)
             return { team: toTeam(updated) }
           }))
@@ -293,7 +292,7 @@ export class TeamsService extends Context.Service<TeamsService, {
               eventActorOf(actor),
               team,
               "team.deleted",
-              { name: team.name, slug: team.slug },
+              {},
               `Team ${team.name} deleted`
             )
             return { deleted: true as const }
@@ -339,8 +338,7 @@ export class TeamsService extends Context.Service<TeamsService, {
               )
             )
             yield* record(workspace, eventActorOf(actor), team, "team.member.added", {
-              subjectType,
-              subjectId: input.subjectId
+              member: apiJson(TeamMember, toTeamMember(added))
             }, `${input.subjectId} added to team ${team.name}`)
             return { member: toTeamMember(added) }
           }))
@@ -356,8 +354,7 @@ export class TeamsService extends Context.Service<TeamsService, {
             yield* requireCoversTeam(current, team, "remove members from this team")
             yield* teams.deleteMember({ teamId: team.id, subjectType, subjectId }).pipe(orFail(notMember))
             yield* record(workspace, eventActorOf(actor), team, "team.member.removed", {
-              subjectType,
-              subjectId
+              member: { subjectId, subjectType }
             }, `${subjectId} removed from team ${team.name}`)
             return { deleted: true as const }
           }))
@@ -402,7 +399,7 @@ export class TeamsService extends Context.Service<TeamsService, {
               eventActorOf(actor),
               team,
               "team.role.granted",
-              { role: row.role, scopeKind: row.scopeKind, scopeRef: row.scopeRef },
+              { roleGrant: apiJson(TeamRoleGrant, toTeamRoleGrant(row)) },
               grantChange(team.name, "granted", row),
               tuple.scopeRef
             )
@@ -426,7 +423,7 @@ export class TeamsService extends Context.Service<TeamsService, {
               eventActorOf(actor),
               team,
               "team.role.revoked",
-              { role: tuple.role, scopeKind: tuple.scopeKind, scopeRef: tuple.scopeRef },
+              { roleGrant: apiJson(TeamRoleGrant, tuple) },
               grantChange(team.name, "lost", tuple),
               tuple.scopeRef
             )

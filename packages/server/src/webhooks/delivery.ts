@@ -2,8 +2,9 @@
  * The delivery engine (webhooks.md §3): a sender that makes one signed HTTPS request the way the spec says (no
  * redirects, 10 s from connect to last byte, private destinations refused after DNS resolution, CAs of
  * `NODE_EXTRA_CA_CERTS` trusted), and a worker that claims due attempts (`for update skip locked`), tries them with
- * bounded concurrency and records each outcome with its lifecycle event in one transaction: retry on the schedule,
- * terminal failure after five tries, auto-disable after five terminal failures in a row, 410 disables at once.
+ * bounded concurrency and records each round's outcomes with their lifecycle events in one transaction (row locks in
+ * one global order; a failed write is retried, never the request): retry on the schedule, terminal failure after five
+ * tries, auto-disable after five terminal failures in a row, 410 disables at once.
  */
 import type { DeliveryStatus, FailureReason } from "@cp/domain"
 import {
@@ -16,14 +17,14 @@ import {
 } from "@cp/persistence"
 import { NodeHttpClient } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Context, Duration, Effect, Latch, Layer, Option, Queue, Random, Stream } from "effect"
+import { Cause, Context, Duration, Effect, Latch, Layer, Option, Queue, Random, Schedule, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { lookup as dnsLookup, type LookupAddress } from "node:dns"
 import { readFileSync } from "node:fs"
-import { rootCertificates } from "node:tls"
+import { createSecureContext, rootCertificates } from "node:tls"
 import { AppConfig } from "../platform/config.ts"
-import { EventLog, systemActor } from "../platform/events.ts"
+import { EventLog, type NewEvent, systemActor } from "../platform/events.ts"
 import { ServerKeys } from "../platform/keys.ts"
 import { open } from "../platform/secretBox.ts"
 import { currentDate } from "../platform/serviceKit.ts"
@@ -146,7 +147,8 @@ export class WebhookSender extends Context.Service<WebhookSender, {
     })
     const client = NodeHttpClient.layerUndiciOptions({
       connect: {
-        ca: [...rootCertificates, ...extraCa],
+        // One secure context for every connection (building one from ~150 CAs per TLS handshake is costly).
+        secureContext: createSecureContext({ ca: [...rootCertificates, ...extraCa] }),
         timeout: DELIVERY_TIMEOUT_MS,
         ...(config.webhookAllowPrivateNetworks ? {} : { lookup: guardedLookup })
       },
@@ -212,9 +214,12 @@ export const WORKER_CONCURRENCY = 32
  * Rounds run side by side, so one round's slowest request and its transaction never hold up all the others (a lane
  * claims its next batch while the others still send).
  */
-export const WORKER_LANES = 4
+export const WORKER_LANES = 2
 /** Rows one round claims and tries at once. */
 export const WORKER_BATCH = WORKER_CONCURRENCY / WORKER_LANES
+/** A round whose outcomes could not be written retries the write after 20 ms, doubling, 10 times (20 s in all). */
+export const WRITE_RETRY_BASE = Duration.millis(20)
+export const WRITE_RETRIES = 10
 /** How often a worker looks for due rows when nothing wakes it (PGlite and memory have no LISTEN). */
 export const POLL_INTERVAL = Duration.seconds(1)
 /** On PostgreSQL a notification wakes the worker; this poll only catches retries coming due. */
@@ -237,45 +242,55 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
       const { kek } = yield* ServerKeys
 
       /** The lifecycle event of an attempt or endpoint (never fanned out). */
-      const lifecycle = (
+      const lifecycleEvent = (
         type: "webhook.delivery_succeeded" | "webhook.delivery_failed" | "webhook.disabled",
         row: DeliveryRow,
         outcome: Outcome,
         endpoint: EndpointRow
-      ) =>
-        events.record({
-          orgId: row.orgId,
-          type,
-          actor: systemActor,
-          subject: { kind: "webhook_endpoint", id: endpoint.id, name: endpoint.name },
-          projectId: endpoint.projectId,
-          data: {
-            delivery_attempt_id: row.id,
-            endpoint_id: row.endpointId,
-            subscription_id: row.subscriptionId,
-            source_event_id: row.eventId,
-            source_event_type: row.eventType,
-            http_status_code: outcome.httpStatusCode,
-            failure_reason: outcome.failureReason,
-            attempt_number: outcome.attemptNumber
-          },
-          description: type === "webhook.disabled"
-            ? `Webhook endpoint ${endpoint.url} disabled`
-            : `Webhook delivery ${row.id} ${type === "webhook.delivery_succeeded" ? "succeeded" : "failed"}`
-        })
+      ): NewEvent => ({
+        orgId: row.orgId,
+        type,
+        actor: systemActor,
+        subject: { kind: "webhook_endpoint", id: endpoint.id, name: endpoint.name },
+        projectId: endpoint.projectId,
+        data: {
+          delivery_attempt_id: row.id,
+          endpoint_id: row.endpointId,
+          subscription_id: row.subscriptionId,
+          source_event_id: row.eventId,
+          source_event_type: row.eventType,
+          http_status_code: outcome.httpStatusCode,
+          failure_reason: outcome.failureReason,
+          attempt_number: outcome.attemptNumber
+        },
+        description: type === "webhook.disabled"
+          ? `Webhook endpoint ${endpoint.url} disabled`
+          : `Webhook delivery ${row.id} ${type === "webhook.delivery_succeeded" ? "succeeded" : "failed"}`
+      })
+      const lifecycle = (...args: Parameters<typeof lifecycleEvent>) => events.record(lifecycleEvent(...args))
+
+      /** Opened secrets by their sealed form (a sealed secret never changes; a rotation seals a new one). */
+      const opened = new Map<string, string | undefined>()
+      const openSealed = (sealed: string) => {
+        if (!opened.has(sealed)) {
+          if (opened.size >= 1024) opened.clear()
+          opened.set(sealed, open(kek, sealed))
+        }
+        return opened.get(sealed)
+      }
 
       /** The signed headers, with the previous secret's signature while its grace window lasts. */
       const headersFor = (endpoint: EndpointRow, row: DeliveryRow, now: Date): Record<string, string> => {
         const timestamp = Math.floor(now.getTime() / 1000)
         const headers: Record<string, string> = {
           "x-webhook-id": row.id,
-          "x-webhook-signature": signatureHeader(open(kek, endpoint.sealedSecret) ?? "", timestamp, row.body)
+          "x-webhook-signature": signatureHeader(openSealed(endpoint.sealedSecret) ?? "", timestamp, row.body)
         }
         if (
           endpoint.previousSealedSecret !== null && endpoint.previousSecretExpiresAt !== null &&
           endpoint.previousSecretExpiresAt > now
         ) {
-          const previous = open(kek, endpoint.previousSealedSecret)
+          const previous = openSealed(endpoint.previousSealedSecret)
           if (previous !== undefined) {
             headers["x-webhook-signature-previous"] = signatureHeader(previous, timestamp, row.body)
           }
@@ -324,28 +339,24 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
         readonly gone: boolean
       }
 
+      /** Whether an outcome moves its endpoint's streak: terminal, and not skipped for a disabled endpoint. */
+      const movesStreak = ({ outcome }: Tried) =>
+        outcome.status !== "retrying" && outcome.failureReason !== "endpoint_disabled"
+
       /**
-       * Writes one outcome with its lifecycle event, the streak and auto-disable; run inside a transaction. A
-       * success on an endpoint without a streak writes no endpoint row (the hot path). `batch` carries what the other
-       * outcomes of the same transaction left.
+       * The streak and auto-disable of one written terminal outcome; run inside the round's transaction, endpoint by
+       * endpoint in id order. A success on an endpoint without a streak writes no endpoint row (the hot path). `batch`
+       * carries what the round's earlier outcomes left.
        */
-      const write = ({ endpoint, gone, outcome, row, token }: Tried, batch: Batch) =>
+      const writeStreak = ({ endpoint, gone, outcome, row }: Tried, batch: Batch) =>
         Effect.gen(function*() {
           const at = yield* currentDate
-          const written = yield* deliveries.complete({ id: row.id, token, at, ...outcome })
-          if (Option.isNone(written)) return written
-          if (outcome.status === "retrying") return written
-          if (outcome.failureReason === "endpoint_disabled") {
-            yield* lifecycle("webhook.delivery_failed", row, outcome, endpoint)
-            return written
-          }
           const success = outcome.status === "success"
-          yield* lifecycle(success ? "webhook.delivery_succeeded" : "webhook.delivery_failed", row, outcome, endpoint)
-          if (success && (batch.streaks.get(endpoint.id) ?? endpoint.consecutiveFailures) === 0) return written
+          if (success && (batch.streaks.get(endpoint.id) ?? endpoint.consecutiveFailures) === 0) return
           const streak = yield* endpoints.recordStreak({ endpointId: endpoint.id, success, at })
-          if (Option.isNone(streak)) return written
+          if (Option.isNone(streak)) return
           batch.streaks.set(endpoint.id, streak.value.consecutiveFailures)
-          if (streak.value.status !== "active") return written
+          if (streak.value.status !== "active") return
           // Exactly at the threshold: outcomes written side by side never disable (and announce) it twice.
           const reason = gone
             ? "gone"
@@ -357,8 +368,60 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
             yield* disable(streak.value, reason, at)
             yield* lifecycle("webhook.disabled", row, outcome, streak.value)
           }
-          return written
         })
+
+      /**
+       * A round's outcomes in one transaction, its row locks taken in one global order so concurrent rounds (lanes,
+       * processes) never wait on each other in a cycle: first every endpoint of the round, in id order, held against
+       * deletion (`for key share`, which the outbox's inserts and the other rounds' streak updates pass); then the
+       * attempts (rows this round alone has claimed) and their events, pipelined; then the streaks, endpoint by
+       * endpoint in id order.
+       */
+      const writeRound = (tried: ReadonlyArray<Tried>) =>
+        Effect.gen(function*() {
+          yield* endpoints.holdInOrder([...new Set(tried.map((one) => one.endpoint.id))])
+          const at = yield* currentDate
+          const rows = yield* deliveries.completeMany(
+            tried.map(({ outcome, row, token }) => ({ id: row.id, token, at, ...outcome }))
+          )
+          const byId = new Map(rows.map((row) => [row.id, row]))
+          const written = tried.filter((one) => byId.has(one.row.id))
+          // Terminal outcomes are announced on the log, in one write.
+          yield* events.recordMany(written.flatMap((one) =>
+            one.outcome.status === "retrying" ? [] : [
+              lifecycleEvent(
+                one.outcome.status === "success" ? "webhook.delivery_succeeded" : "webhook.delivery_failed",
+                one.row,
+                one.outcome,
+                one.endpoint
+              )
+            ]
+          ))
+          const batch = newBatch()
+          const streaks = written.filter(movesStreak)
+            .map((one, order) => ({ one, order }))
+            .sort((a, b) =>
+              a.one.endpoint.id < b.one.endpoint.id ? -1 : a.one.endpoint.id > b.one.endpoint.id ? 1 : a.order - b.order
+            )
+          for (const { one } of streaks) yield* writeStreak(one, batch)
+          return tried.map((one) => Option.fromUndefinedOr(byId.get(one.row.id)))
+        })
+
+      /**
+       * Records a round whose requests were made. A failed write (a lost connection, a serialization failure) is
+       * retried promptly, never the requests: once a receiver has answered, its answer is what must be kept. Only when
+       * every retry failed are the rows left to their claims' expiry (and tried again: at least once).
+       */
+      const recordRound = (tried: ReadonlyArray<Tried>) =>
+        tx.withTransaction(writeRound(tried)).pipe(
+          Effect.sandbox,
+          Effect.retry({ schedule: Schedule.exponential(WRITE_RETRY_BASE), times: WRITE_RETRIES }),
+          Effect.catch((cause) =>
+            Effect.logError("webhook outcomes not recorded; their claims expire and they are tried again", cause).pipe(
+              Effect.as(tried.map(() => Option.none<DeliveryRow>()))
+            )
+          )
+        )
 
       /** Makes one try of a claimed row to its endpoint (none when the endpoint is disabled): its outcome. */
       const tryOnce = (row: DeliveryRow, token: string, endpoint: EndpointRow): Effect.Effect<Tried> =>
@@ -408,7 +471,8 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
         Effect.gen(function*() {
           const endpoint = (yield* endpointsOf([row])).get(row.endpointId)
           if (endpoint === undefined) return Option.none<DeliveryRow>()
-          return yield* tx.withTransaction(write(yield* tryOnce(row, token, endpoint), newBatch()))
+          const [written] = yield* recordRound([yield* tryOnce(row, token, endpoint)])
+          return written ?? Option.none<DeliveryRow>()
         })
 
       /** One round: claim, try every row (bounded concurrency), then write all outcomes in one transaction. */
@@ -431,12 +495,7 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
           (effect) => effect,
           { concurrency: WORKER_BATCH }
         )
-        // Streaks as this transaction leaves them, so a later outcome of the batch sees an earlier one's. The writes go
-        // out together (pipelined on the transaction's connection); the tries they record were concurrent anyway.
-        const batch = newBatch()
-        yield* tx.withTransaction(
-          Effect.forEach(tried, (one) => write(one, batch), { concurrency: "unbounded", discard: true })
-        )
+        yield* recordRound(tried)
         return claimed.length
       })
 
@@ -460,11 +519,10 @@ export class WebhookWorker extends Context.Service<WebhookWorker, {
     )
     const lane = Effect.gen(function*() {
       while (true) {
+        // Closed before the round, so a notification that arrives while it runs still wakes the wait after it.
+        yield* wake.close
         const tried = yield* round
-        if (tried < WORKER_BATCH) {
-          yield* wake.close
-          yield* Effect.raceFirst(wake.await, Effect.sleep(interval))
-        }
+        if (tried < WORKER_BATCH) yield* Effect.raceFirst(wake.await, Effect.sleep(interval))
       }
     })
     for (let i = 0; i < WORKER_LANES; i++) yield* Effect.forkScoped(lane)

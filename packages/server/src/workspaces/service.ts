@@ -4,8 +4,9 @@ import {
   type ChildWorkspace as ChildWorkspaceSchema,
   Conflict,
   Forbidden,
+  Member,
   NotFound,
-  type Organization,
+  Organization,
   type Paged,
   type PermissionDecision,
   type ProjectId,
@@ -17,16 +18,19 @@ import {
 } from "@cp/domain"
 import {
   idPosition,
+  type MemberRow,
   MembersRepo,
   type OrganizationRow,
   OrganizationsRepo,
   ProjectsRepo,
+  type RoleBindingRow,
   RoleBindingsRepo,
   Transactor,
   windowOf
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option } from "effect"
-import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
+import { insertedMember } from "../members/service.ts"
+import { apiJson, type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { type CursorBinding, Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { decide, effectiveAccess } from "../platform/rbac.ts"
@@ -118,17 +122,15 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
           withSlug: (slug) => ({ ...base, slug }),
           insert: orgs.insert
         })
-        const memberId = mint.member(now.getTime())
-        // Fresh ids on a fresh workspace: a collision here is a defect, not a caller's conflict.
-        yield* members.insert({
-          id: memberId,
+        const member: MemberRow = {
+          id: mint.member(now.getTime()),
           orgId: row.id,
           subjectType: "user",
           subjectId: owner,
           status: "active",
           joinedAt: now
-        }).pipe(Effect.orDie)
-        yield* bindings.insert({
+        }
+        const binding: RoleBindingRow = {
           id: mint.roleBinding(now.getTime()),
           orgId: row.id,
           subjectType: "user",
@@ -137,22 +139,25 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
           scopeKind: "organization",
           scopeRef: null,
           createdAt: now
-        }).pipe(Effect.orDie)
-        const subject = { kind: "organization", id: row.id, name: row.name }
+        }
+        // Fresh ids on a fresh workspace: a collision here is a defect, not a caller's conflict.
+        yield* members.insert(member).pipe(Effect.orDie)
+        yield* bindings.insert(binding).pipe(Effect.orDie)
+        // webhooks.md §1: each event carries its resource as the API returns it.
         yield* events.record({
           orgId: row.id,
           type: "organization.created",
           actor,
-          subject,
-          data: { orgId: row.id, workspaceRef: row.publicId, name: row.name, slug: row.slug, accountId: row.accountId },
+          subject: { kind: "organization", id: row.id, name: row.name },
+          data: { organization: apiJson(Organization, toOrganization(row)) },
           description: `Workspace ${row.name} created`
         })
         yield* events.record({
           orgId: row.id,
           type: "membership.added",
           actor,
-          subject: { kind: "member", id: memberId, name: null },
-          data: { memberId, subjectType: "user", subjectId: owner, role: "owner" },
+          subject: { kind: "member", id: member.id, name: null },
+          data: { member: apiJson(Member, yield* insertedMember(members, member, [binding])) },
           description: "Creator joined as owner"
         })
         return { organization: toOrganization(row), membership: { role: "owner" as const, joinedAt: now } }

@@ -188,12 +188,15 @@ describe("ConfigService", () => {
       const mine = events.filter((e) => e.type === "settings.updated" || e.type === "feature.updated")
       assert.strictEqual(mine.length, 4)
       for (const event of mine) assert.notMatch(JSON.stringify(event.data), /v1|v2|fv/)
-      assert.deepInclude(mine.map((e) => e.data), {
+      const updated = mine.find((e) => e.data["action"] === "updated" && e.data["settingId"] === setting.id)
+      assert.deepInclude(updated?.data, {
         action: "updated",
         settingId: setting.id,
         key: "e",
         scopeKind: "environment",
         changed: ["value", "visibility"]
       })
+      // The setting as the API returns it, its value redacted (webhooks.md §1, audit redaction).
+      assert.deepInclude(updated?.data["setting"], { id: setting.id, key: "e", value: "[REDACTED]" })
     }).pipe(Effect.provide(TestLayer)))
 })

@@ -210,7 +210,11 @@ describe("InvitationsService", () => {
         ["membership.added", eve.userId]
       ])
       const added = ours.find((event) => event.type === "membership.added" && event.actorId === eve.userId)
-      assert.deepInclude(added?.data, { memberId: accepted.membership.id, subjectId: eve.userId, role: "viewer" })
+      assert.deepInclude(added?.data["member"], {
+        id: accepted.membership.id,
+        subjectId: eve.userId,
+        roles: [{ role: "viewer", scopeKind: "organization" }]
+      })
       assert.notInclude(JSON.stringify(events), token, "events are redacted")
     }).pipe(Effect.provide(TestLayer)))
 

@@ -83,6 +83,13 @@ describe("projects service", () => {
       for (const event of archivedEvents) {
         assert.deepInclude(event, { actorType: "system", actorId: "system", projectId: project.id })
         assert.strictEqual(event.data["reason"], "idle")
+        // webhooks.md §1: the environment as the API returns it, and what the archive changed.
+        assert.deepInclude(event.data["environment"], {
+          id: event.subjectId,
+          status: "archived",
+          projectId: project.id
+        })
+        assert.deepStrictEqual(event.data["previous"], { status: "active", archivedAt: null })
       }
       // Another run finds nothing left to do.
       assert.strictEqual(yield* (yield* EnvironmentSweep).runOnce, 0)

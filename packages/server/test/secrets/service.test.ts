@@ -161,6 +161,10 @@ describe("SecretsService create, rotate and revoke", () => {
       )
       assert.notInclude(JSON.stringify(events), PLAINTEXT)
       assert.notInclude(JSON.stringify(yield* log.listAudit({ orgId, limit: 100 })), PLAINTEXT)
+      // webhooks.md §1: the secret's API metadata, field by field (not redacted whole), and what a rotation changed.
+      const [revoked, rotated] = secretEvents
+      assert.deepInclude(revoked?.data["secret"], { id: created.id, status: "revoked", version: 2 })
+      assert.deepStrictEqual(rotated?.data["previous"], { version: 1 })
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("a duplicate active key in one scope is a Conflict; other scopes and revoked keys are free", () =>

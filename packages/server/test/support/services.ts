@@ -11,14 +11,18 @@ import { RepositoriesMemory } from "../../src/repositories.ts"
 import { WorkspaceResolverLive } from "../../src/workspaces/resolver.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
 
-/** Workspaces, the edge's resolver, events, cursors and keys over memory repositories, in test mode. */
-export const areaServicesLayer = WorkspacesService.layer.pipe(
-  Layer.provideMerge(WorkspaceResolverLive),
-  Layer.provideMerge(Layer.mergeAll(EventLog.layer, Cursors.layer)),
-  Layer.provideMerge(ServerKeys.layer),
-  Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
-  Layer.provideMerge(RepositoriesMemory)
-)
+/** Workspaces, the edge's resolver, events, cursors and keys over `repositories`, in test mode. */
+export const areaServicesOver = <R, E, RIn>(repositories: Layer.Layer<R, E, RIn>) =>
+  WorkspacesService.layer.pipe(
+    Layer.provideMerge(WorkspaceResolverLive),
+    Layer.provideMerge(Layer.mergeAll(EventLog.layer, Cursors.layer)),
+    Layer.provideMerge(ServerKeys.layer),
+    Layer.provideMerge(Layer.effect(AppConfig, parseConfig({ APP_ENV: "test" }))),
+    Layer.provideMerge(repositories)
+  )
+
+/** The area services over memory repositories. */
+export const areaServicesLayer = areaServicesOver(RepositoriesMemory)
 
 /** A signed-in user actor with fresh ids. */
 export const userActor = (): Actor & { readonly kind: "user" } => ({

@@ -123,7 +123,7 @@ describe("TeamsService create and list", () => {
       assert.instanceOf(misuse, ValidationFailed)
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("create records team.created with the team's name and slug", () =>
+  it.effect("create records team.created with the team as the API returns it", () =>
     Effect.gen(function*() {
       const teams = yield* TeamsService
       const { actor, orgId, workspace } = yield* newOwner
@@ -131,7 +131,10 @@ describe("TeamsService create and list", () => {
       const events = yield* (yield* EventLogRepo).listEvents({ orgId })
       const created = events.filter((event) => event.type === "team.created")
       assert.lengthOf(created, 1)
-      assert.deepStrictEqual(created[0]?.data, { teamId: team.id, name: "Platform Team", slug: "platform-team" })
+      assert.deepStrictEqual(created[0]?.data, {
+        team: { ...team, createdAt: team.createdAt.toISOString() }
+      })
+      assert.strictEqual(team.slug, "platform-team")
     }).pipe(Effect.provide(TestLayer)))
 })
 
