@@ -29,7 +29,8 @@ export const IdPrefix = {
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
 
 // The `u` flag lets the pattern reach the OpenAPI document (Effect exports only unicode-flagged patterns).
-const prefixed = (prefix: string) =>
+/** A prefixed id: the prefix and 26 ULID characters, described and patterned for the reference. */
+export const prefixed = (prefix: string) =>
   Schema.String.annotate({ description: `\`${prefix}\` and 26 ULID characters` }).check(
     Schema.isPattern(new RegExp(`^${prefix}${ULID}$`, "u"))
   )

@@ -7,6 +7,7 @@ import { Context, Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, LeaseLost, NotFound, PayloadTooLarge } from "./errors.ts"
 import { ProjectId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { ContractVersionGate, JobKey, LeaseFence, RunId, StatePlaneRoute } from "./runs.ts"
 import { requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Text } from "./text.ts"
@@ -45,10 +46,17 @@ export const JobLog = Schema.Struct({
 })
 export type JobLog = typeof JobLog.Type
 
-const intParam = (minimum: number) =>
-  Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(minimum)))
+const intParam = (minimum: number, description: string) =>
+  Schema.optionalKey(
+    Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(minimum)).pipe(
+      Schema.annotateEncoded({ description })
+    )
+  )
 
-export const JobLogQuery = Schema.Struct({ attempt: intParam(1), offset: intParam(0) })
+export const JobLogQuery = Schema.Struct({
+  attempt: intParam(1, "The attempt whose log to read; the latest when absent"),
+  offset: intParam(0, "The byte offset to read from; 0 when absent")
+})
 
 const logParams = { orgId: OrgRef, projectId: ProjectId, runId: RunId, jobId: JobKey }
 const LOG = "/v1/organizations/:orgId/projects/:projectId/state/runs/:runId/logs/:jobId"
@@ -60,13 +68,21 @@ export class JobLogsApi extends HttpApiGroup.make("jobLogs")
       payload: LogChunkInput,
       success: Envelope({ chunk: LogChunk }),
       error: [NotFound, LeaseLost, Conflict, PayloadTooLarge]
-    }).annotateMerge(requires.permission("state.run.write")),
+    }).annotateMerge(
+      doc(
+        "Append a chunk to a job's log",
+        "Lease-fenced. The same `seq` with the same content is accepted again; other content is 409 `conflict`. A" +
+          " chunk holds at most 1 MiB, an attempt's log 64 MiB (413 past it)."
+      )
+    ).annotateMerge(requires.permission("state.run.write")),
     HttpApiEndpoint.get("read", LOG, {
       params: logParams,
       query: JobLogQuery,
       success: Envelope({ log: JobLog }),
       error: NotFound
-    }).annotateMerge(requires.permission("state.run.read"))
+    }).annotateMerge(
+      doc("Read a job's log", "Assembled in `seq` order from `offset`; with `Accept: text/plain` the raw bytes.")
+    ).annotateMerge(requires.permission("state.run.read"))
   )
   .annotateMerge(Context.make(StatePlaneRoute, true))
   .middleware(WorkspaceAuthorization)

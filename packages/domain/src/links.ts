@@ -6,15 +6,15 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, NotFound, PreconditionFailed } from "./errors.ts"
-import { IdPrefix, OrgId, ProjectId } from "./ids.ts"
+import { IdPrefix, OrgId, prefixed, ProjectId } from "./ids.ts"
+import { describedText, doc } from "./reference.ts"
 import { CreatedBy } from "./runs.ts"
 import { Authentication, Authorization, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
-import { LineText, Text } from "./text.ts"
+import { LineText } from "./text.ts"
 import { Envelope, Timestamp } from "./wire.ts"
 import { OrgRef, Slug } from "./workspaces.ts"
 
-export const LinkId = Schema.String.check(Schema.isPattern(new RegExp(`^${IdPrefix.cliLink}[0-9A-HJKMNP-TV-Z]{26}$`)))
-  .pipe(Schema.brand("LinkId"))
+export const LinkId = prefixed(IdPrefix.cliLink).pipe(Schema.brand("LinkId"))
 export type LinkId = typeof LinkId.Type
 
 export const LinkProvider = Schema.Literals(["scmhost", "git"])
@@ -64,7 +64,9 @@ export const CliLink = Schema.Struct({
 export type CliLink = typeof CliLink.Type
 
 /** A remote URL as a client sends it (the service canonicalises it, 422 when it cannot). */
-export const RemoteUrl = Text.check(Schema.isMinLength(1), Schema.isMaxLength(2048))
+export const RemoteUrl = describedText(
+  "A repository remote URL: `https://host/owner/repo`, `ssh://git@host/owner/repo.git` or `git@host:owner/repo.git`"
+).check(Schema.isMinLength(1), Schema.isMaxLength(2048))
 
 export const LinkInput = Schema.Struct({
   remoteUrl: RemoteUrl,
@@ -86,27 +88,35 @@ export class CliLinksApi extends HttpApiGroup.make("cliLinks")
       payload: LinkInput,
       success: Envelope({ link: CliLink }),
       error: [Conflict, PreconditionFailed]
-    }).annotateMerge(requires.permission("org.cli.link")),
+    }).annotateMerge(
+      doc(
+        "Link a repository",
+        "Binds a remote URL, stored canonical, to a project (`projectSlug`, created when absent; derived from the" +
+          " repository name without it). An active link for the same project and URL is answered as it is."
+      )
+    ).annotateMerge(requires.permission("org.cli.link")),
     HttpApiEndpoint.get("list", "/v1/organizations/:orgId/cli/links", {
       params: orgParams,
       success: Envelope({ links: Schema.Array(CliLink) })
-    }).annotateMerge(requires.permission("org.cli.link")),
+    }).annotateMerge(doc("List the workspace's command-line links")).annotateMerge(requires.permission("org.cli.link")),
     HttpApiEndpoint.get("listForProject", "/v1/organizations/:orgId/projects/:projectId/cli/links", {
       params: projectParams,
       success: Envelope({ links: Schema.Array(CliLink) }),
       error: NotFound
-    }).annotateMerge(requires.permission("project.read")),
+    }).annotateMerge(doc("List a project's command-line links")).annotateMerge(requires.permission("project.read")),
     HttpApiEndpoint.patch("update", "/v1/organizations/:orgId/projects/:projectId/cli/links/:linkId", {
       params: linkParams,
       payload: LinkUpdate,
       success: Envelope({ link: CliLink }),
       error: NotFound
-    }).annotateMerge(requires.permission("org.cli.link")),
+    }).annotateMerge(doc("Update a link's CI settings")).annotateMerge(requires.permission("org.cli.link")),
     HttpApiEndpoint.delete("unlink", "/v1/organizations/:orgId/projects/:projectId/cli/links/:linkId", {
       params: linkParams,
       success: Envelope({ link: CliLink }),
       error: NotFound
-    }).annotateMerge(requires.permission("org.cli.link"))
+    }).annotateMerge(doc("Unlink a repository", "Sets `deletedAt`; the project stays.")).annotateMerge(
+      requires.permission("org.cli.link")
+    )
   )
   .middleware(WorkspaceAuthorization)
   .middleware(WorkspaceAuthentication)
@@ -118,7 +128,12 @@ export class CliLinkResolveApi extends HttpApiGroup.make("cliLinkResolve")
     HttpApiEndpoint.get("resolve", "/v1/cli/links/resolve", {
       query: { remoteUrl: RemoteUrl },
       success: Envelope({ candidates: Schema.Array(CliLink), links: Schema.Array(CliLink) })
-    }).annotateMerge(requires.authenticated)
+    }).annotateMerge(
+      doc(
+        "Resolve a remote URL to links",
+        "The caller's visible active links for the canonical URL across workspaces, newest first."
+      )
+    ).annotateMerge(requires.authenticated)
   )
   .middleware(Authorization)
   .middleware(Authentication)

@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { NotFound, Unauthenticated } from "./errors.ts"
 import { OrgId, ProjectId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { requires } from "./security.ts"
 import { JsonValue, Text } from "./text.ts"
 import { Envelope, Timestamp } from "./wire.ts"
@@ -56,16 +57,28 @@ export class OidcApi extends HttpApiGroup.make("oidc")
       payload: OidcExchangeInput,
       success: Envelope(WorkflowCredential.fields),
       error: Unauthenticated
-    }).annotateMerge(requires.none),
+    }).annotateMerge(
+      doc(
+        "Exchange a CI OIDC token for a workflow credential",
+        "No bearer needed. The JWT's issuer must be trusted and its `repository` must match an active link of the" +
+          " project with `oidcEnabled`; any failure is 401 with `details.reason`."
+      )
+    ).annotateMerge(requires.none),
     HttpApiEndpoint.get("devJwks", "/dev/oidc/jwks", {
       success: Schema.Struct({ keys: Schema.Array(Schema.Record(Schema.String, Schema.Unknown)) }),
       error: NotFound
-    }).annotateMerge(requires.none),
+    }).annotateMerge(doc("Get the simulator issuer's keys", "Development and test only (404 otherwise)."))
+      .annotateMerge(requires.none),
     HttpApiEndpoint.post("devToken", "/dev/oidc/token", {
       payload: DevOidcTokenInput,
       success: Envelope({ token: Schema.String }),
       error: NotFound
-    }).annotateMerge(requires.none)
+    }).annotateMerge(
+      doc(
+        "Mint a simulator OIDC token",
+        "Development and test only (404 otherwise); `iss`, `aud`, `iat`, `nbf` and `exp` are filled in unless given."
+      )
+    ).annotateMerge(requires.none)
   )
   .annotateMerge(OpenApi.annotations({ title: "Workflow credentials", description: "CI OIDC token exchange" }))
 {}

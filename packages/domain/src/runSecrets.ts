@@ -7,6 +7,7 @@ import { Context, Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { LeaseLost, NotFound, ValidationFailed } from "./errors.ts"
 import { ProjectId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { ContractVersionGate, JobKey, LeaseFence, RunId, StatePlaneRoute } from "./runs.ts"
 import { Secret, SecretKey, SecretValue } from "./secrets.ts"
 import { requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
@@ -37,13 +38,26 @@ export class RunSecretsApi extends HttpApiGroup.make("runSecrets")
       payload: ResolveSecretsInput,
       success: Envelope({ secrets: Schema.Record(Schema.String, Schema.String), missing: Schema.Array(Schema.String) }),
       error: [NotFound, LeaseLost]
-    }).annotateMerge(requires.permission("secret.value.use")),
+    }).annotateMerge(
+      doc(
+        "Resolve secrets for a job",
+        "Needs a live lease on the job. Values resolve environment → project → workspace for the run's " +
+          "environment; names not found are listed in `missing`. Each call is audited with the names, never the " +
+          "values."
+      )
+    ).annotateMerge(requires.permission("secret.value.use")),
     HttpApiEndpoint.post("output", `${RUN}/output-secrets`, {
       params: runParams,
       payload: OutputSecretsInput,
       success: Envelope({ secrets: Schema.Array(Secret) }),
       error: [NotFound, LeaseLost, ValidationFailed]
-    }).annotateMerge(requires.permission("state.run.write"))
+    }).annotateMerge(
+      doc(
+        "Publish a job's output secrets",
+        "Lease-fenced; creates or rotates environment-scope secrets of the run's environment (422 when the run " +
+          "has none)."
+      )
+    ).annotateMerge(requires.permission("state.run.write"))
   )
   .annotateMerge(Context.make(StatePlaneRoute, true))
   .middleware(WorkspaceAuthorization)

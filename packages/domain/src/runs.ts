@@ -17,6 +17,7 @@ import {
   ValidationFailed
 } from "./errors.ts"
 import { EnvironmentId, OrgId, ProjectId } from "./ids.ts"
+import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { JsonValue, LineText, MultilineText, Text } from "./text.ts"
 import { Envelope, EnvelopeOf, Page, Timestamp } from "./wire.ts"
@@ -40,18 +41,20 @@ export class ContractVersionGate extends HttpApiMiddleware.Service<ContractVersi
 /** Marks a group whose routes pass the gate (the server's test checks every `…/state/` route carries it). */
 export class StatePlaneRoute extends Context.Service<StatePlaneRoute, true>()("@cp/domain/StatePlaneRoute") {}
 
-const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/
+// The `u` flag lets the patterns reach the OpenAPI document (as in ids.ts).
+const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/u
 
 /** A run's id: the ULID the client minted (Crockford base 32, upper case). */
-export const RunId = Schema.String.check(Schema.isPattern(ULID_PATTERN, { message: "must be a ULID" })).pipe(
-  Schema.brand("RunId")
-)
+export const RunId = Schema.String.annotate({ description: "The run's id: the ULID its client minted" }).check(
+  Schema.isPattern(ULID_PATTERN, { message: "must be a ULID" })
+).pipe(Schema.brand("RunId"))
 export type RunId = typeof RunId.Type
 
 /** A job's id within its run: 1–64 characters of `a-z 0-9 _ . -`. */
-export const JobKey = Schema.String.check(
-  Schema.isPattern(/^[a-z0-9_.-]{1,64}$/, { message: "must be 1 to 64 characters of a-z, 0-9, _, . and -" })
-).pipe(Schema.brand("JobKey"))
+export const JobKey = Schema.String.annotate({ description: "The job's id within its run: 1 to 64 of `a-z 0-9 _ . -`" })
+  .check(
+    Schema.isPattern(/^[a-z0-9_.-]{1,64}$/u, { message: "must be 1 to 64 characters of a-z, 0-9, _, . and -" })
+  ).pipe(Schema.brand("JobKey"))
 export type JobKey = typeof JobKey.Type
 
 export const RunStatus = Schema.Literals(["queued", "running", "succeeded", "failed", "canceled"])
@@ -256,12 +259,16 @@ const STATE = "/v1/organizations/:orgId/projects/:projectId/state"
 
 export const RunsQuery = Schema.Struct({
   ...PageQuery,
-  status: Schema.optionalKey(RunStatus),
+  status: Schema.optionalKey(RunStatus.annotate({ description: "Only runs in this state" })),
   environmentId: Schema.optionalKey(EnvironmentId)
 })
 
 export const RunLogQuery = Schema.Struct({
-  after: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))),
+  after: Schema.optionalKey(
+    Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0)).pipe(
+      Schema.annotateEncoded({ description: "Only events after this sequence number" })
+    )
+  ),
   limit: PageQuery.limit,
   cursor: PageQuery.cursor
 })
@@ -273,63 +280,95 @@ export class RunsApi extends HttpApiGroup.make("runs")
       payload: RunInput,
       success: Envelope({ run: Run }),
       error: [NotFound, Conflict, ValidationFailed]
-    }).annotateMerge(requires.permission("state.run.write")),
+    }).annotateMerge(
+      doc(
+        "Create a run",
+        "The client mints the run's ULID; sending the same body again answers the stored run, another body with " +
+          "that `runId` is 409 `conflict`. `dependsOn` names jobs of the same run, without cycles."
+      )
+    ).annotateMerge(requires.permission("state.run.write")),
     HttpApiEndpoint.get("list", `${STATE}/runs`, {
       params: projectParams,
       query: RunsQuery,
       success: Page({ runs: Schema.Array(Run) }),
       error: NotFound
-    }).annotateMerge(requires.permission("state.run.read")),
+    }).annotateMerge(doc("List a project's runs", "Newest first; filter by `status` and `environmentId`."))
+      .annotateMerge(requires.permission("state.run.read")),
     HttpApiEndpoint.get("get", `${STATE}/runs/:runId`, {
       params: runParams,
       success: Envelope({ run: Run }),
       error: NotFound
-    }).annotateMerge(requires.permission("state.run.read")),
+    }).annotateMerge(doc("Get a run")).annotateMerge(requires.permission("state.run.read")),
     HttpApiEndpoint.get("jobs", `${STATE}/runs/:runId/jobs`, {
       params: runParams,
       success: Envelope({ jobs: Schema.Array(Job) }),
       error: NotFound
-    }).annotateMerge(requires.permission("state.run.read")),
+    }).annotateMerge(doc("List a run's jobs", "In declared order.")).annotateMerge(
+      requires.permission("state.run.read")
+    ),
     HttpApiEndpoint.get("runnable", `${STATE}/runs/:runId/runnable`, {
       params: runParams,
       success: Envelope({ jobs: Schema.Array(Job) }),
       error: NotFound
-    }).annotateMerge(requires.permission("state.run.read")),
+    }).annotateMerge(
+      doc("List a run's runnable jobs", "Pending jobs whose dependencies all succeeded or were memoized.")
+    ).annotateMerge(requires.permission("state.run.read")),
     HttpApiEndpoint.get("frontier", `${STATE}/runs/:runId/frontier`, {
       params: runParams,
       success: Envelope({ frontier: Frontier }),
       error: NotFound
-    }).annotateMerge(requires.permission("state.run.read")),
+    }).annotateMerge(
+      doc(
+        "Get a run's frontier",
+        "Job ids running, runnable, and blocked behind a failed, timed-out or canceled dependency."
+      )
+    ).annotateMerge(requires.permission("state.run.read")),
     HttpApiEndpoint.get("log", `${STATE}/runs/:runId/log`, {
       params: runParams,
       query: RunLogQuery,
       success: Page({ events: Schema.Array(RunEvent) }),
       error: NotFound
-    }).annotateMerge(requires.permission("state.run.read")),
+    }).annotateMerge(doc("Read a run's event log", "Events oldest first; `after` starts past a sequence number."))
+      .annotateMerge(requires.permission("state.run.read")),
     HttpApiEndpoint.post("cancel", `${STATE}/runs/:runId:cancel`, {
       params: runParams,
       payload: CancelInput,
       success: Envelope({ run: Run }),
       error: [NotFound, RunTerminal]
-    }).annotateMerge(requires.permission("state.run.write")),
+    }).annotateMerge(
+      doc(
+        "Cancel a run",
+        "Pending and running jobs become `canceled` and their leases die; a finished run is 409 `run_terminal`."
+      )
+    ).annotateMerge(requires.permission("state.run.write")),
     HttpApiEndpoint.post("claim", `${STATE}/runs/:runId/jobs/:jobId:claim`, {
       params: jobParams,
       payload: ClaimInput,
       success: EnvelopeOf(ClaimResult),
       error: [NotFound, RunTerminal, DepsNotReady, AlreadyClaimed]
-    }).annotateMerge(requires.permission("state.run.write")),
+    }).annotateMerge(
+      doc(
+        "Claim a job",
+        "Answers a lease, or `ok: false` when the job is terminal or was memoized from an earlier hermetic run. " +
+          "`retry: true` claims a failed or timed-out job again."
+      )
+    ).annotateMerge(requires.permission("state.run.write")),
     HttpApiEndpoint.post("heartbeat", `${STATE}/runs/:runId/jobs/:jobId:heartbeat`, {
       params: jobParams,
       payload: HeartbeatInput,
       success: Envelope({ lease: Lease }),
       error: [NotFound, LeaseLost]
-    }).annotateMerge(requires.permission("state.run.write")),
+    }).annotateMerge(
+      doc("Extend a job's lease", "A stale epoch, another runner or an expired lease is 409 `lease_lost`.")
+    ).annotateMerge(requires.permission("state.run.write")),
     HttpApiEndpoint.post("complete", `${STATE}/runs/:runId/jobs/:jobId:complete`, {
       params: jobParams,
       payload: CompleteInput,
       success: Envelope({ job: Job }),
       error: [NotFound, LeaseLost]
-    }).annotateMerge(requires.permission("state.run.write"))
+    }).annotateMerge(
+      doc("Complete a job", "Records the outcome, exit code, outputs and error message; fenced like a heartbeat.")
+    ).annotateMerge(requires.permission("state.run.write"))
   )
   .annotateMerge(Context.make(StatePlaneRoute, true))
   .middleware(WorkspaceAuthorization)
