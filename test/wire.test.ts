@@ -629,15 +629,19 @@ layer(serverWithDatabase, { excludeTestServices: true })("wire", (it) => {
         assert.strictEqual(created.subjectKind, "organization")
         assert.strictEqual(created.subjectId, org.id)
         assert.strictEqual(created.subjectName, "Logged")
-        assert.deepInclude(created.data, {
-          orgId: org.id,
-          workspaceRef: org.workspaceRef,
-          slug: org.slug,
-          accountId: org.accountId
+        assert.deepNestedInclude(created.data, {
+          "organization.id": org.id,
+          "organization.workspaceRef": org.workspaceRef,
+          "organization.slug": org.slug,
+          "organization.accountId": org.accountId
         })
         assert.strictEqual(added.subjectKind, "member")
         assert.match(added.subjectId, /^mem_/)
-        assert.deepInclude(added.data, { subjectType: "user", subjectId: user.user.id, role: "owner" })
+        assert.deepNestedInclude(added.data, {
+          "member.subjectType": "user",
+          "member.subjectId": user.user.id,
+          "member.roles[0].role": "owner"
+        })
       }))
 
     it.effect("event log: each event of a create has its audit entry", () =>

@@ -186,7 +186,11 @@ describe("AuditService", () => {
         source: "api",
         subject: { kind: "organization", id: org.id, name: "Rockets" }
       })
-      assert.deepInclude(created.payload, { orgId: org.id, slug: org.slug, name: "Rockets" })
+      assert.deepNestedInclude(created.payload, {
+        "organization.id": org.id,
+        "organization.slug": org.slug,
+        "organization.name": "Rockets"
+      })
       assert.strictEqual(created.occurredAt.getTime(), 5 * SECOND)
     }).pipe(Effect.provide(TestLayer)))
 
