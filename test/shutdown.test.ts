@@ -39,7 +39,14 @@ interface Exited {
 const start = (dataDir: string, port: number) => {
   const child = spawn(process.execPath, [MAIN], {
     cwd: ROOT,
-    env: { ...process.env, APP_ENV: "development", DATA_DIR: dataDir, HOST: "127.0.0.1", PORT: String(port) },
+    // Not the caller's environment: a DATABASE_URL there (as in CI) would take the server off the embedded database.
+    env: {
+      PATH: process.env.PATH ?? "",
+      APP_ENV: "development",
+      DATA_DIR: dataDir,
+      HOST: "127.0.0.1",
+      PORT: String(port)
+    },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""
