@@ -3,11 +3,22 @@
  * (`newId`) and the workspace, member and role-binding rows most suites start from.
  */
 import type { Role } from "@cp/domain/access"
-import { ApiKeyId, IdPrefix, MemberId, OrgId, ServicePrincipalId, UserId, WorkspaceRef } from "@cp/domain/ids"
-import { Schema } from "effect"
+import {
+  ApiKeyId,
+  IdPrefix,
+  MemberId,
+  OrgId,
+  ProjectId,
+  ServicePrincipalId,
+  UserId,
+  WorkspaceRef
+} from "@cp/domain/ids"
+import { Effect, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import type { ApiKeyRow } from "../src/apiKeys/ApiKeysRepo.ts"
 import type { MemberRow } from "../src/members/rows.ts"
+import { ProjectsRepo } from "../src/projects/ProjectsRepo.ts"
+import { OrganizationsRepo } from "../src/workspaces/OrganizationsRepo.ts"
 import type { OrganizationRow, RoleBindingRow } from "../src/workspaces/rows.ts"
 
 /** The suites' epoch, in milliseconds. */
@@ -98,3 +109,22 @@ export const apiKeyRow = (org: OrganizationRow, minutes: number, overrides: Part
     ...overrides
   }
 }
+
+/** An account root named `name` and one active project of it, stored: the scope most area suites record under. */
+export const storedProjectScope = (name: string) =>
+  Effect.gen(function*() {
+    const org = accountRootRow(name)
+    yield* (yield* OrganizationsRepo).insert(org).pipe(Effect.orDie)
+    const projectId = newId(ProjectId, IdPrefix.project)
+    yield* (yield* ProjectsRepo).insert({
+      id: projectId,
+      orgId: org.id,
+      name: "P",
+      slug: `p-${randomUUID()}`,
+      status: "active",
+      createdAt: at(0),
+      updatedAt: at(0),
+      archivedAt: null
+    }).pipe(Effect.orDie)
+    return { org, projectId }
+  })

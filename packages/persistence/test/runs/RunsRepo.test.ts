@@ -4,7 +4,7 @@
  * sequence number, project-scoped lookups and lists, and the lapsed-lease claim that skips runs another transaction
  * holds.
  */
-import { IdPrefix, JobKey, ProjectId, RunId } from "@cp/domain"
+import { JobKey, RunId } from "@cp/domain"
 import { assert } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Option, Schema } from "effect"
 import { monotonicFactory } from "ulid"
@@ -14,7 +14,7 @@ import type { JobRow, RunRow } from "../../src/runs/rows.ts"
 import { RunsRepo } from "../../src/runs/RunsRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
-import { accountRootRow, at, newId } from "../fixtures.ts"
+import { at, storedProjectScope } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
 const ulid = monotonicFactory()
@@ -26,22 +26,7 @@ const Repos = {
 }
 
 /** A workspace and a project of it, stored. */
-const scope = Effect.gen(function*() {
-  const org = accountRootRow("Root")
-  yield* (yield* OrganizationsRepo).insert(org).pipe(Effect.orDie)
-  const projectId = newId(ProjectId, IdPrefix.project)
-  yield* (yield* ProjectsRepo).insert({
-    id: projectId,
-    orgId: org.id,
-    name: "P",
-    slug: `p-${projectId.slice(-8).toLowerCase()}`,
-    status: "active",
-    createdAt: at(0),
-    updatedAt: at(0),
-    archivedAt: null
-  }).pipe(Effect.orDie)
-  return { orgId: org.id, projectId }
-})
+const scope = Effect.map(storedProjectScope("Root"), ({ org, projectId }) => ({ orgId: org.id, projectId }))
 
 const runRow = (orgId: RunRow["orgId"], projectId: RunRow["projectId"], minutes: number): RunRow => ({
   id: Schema.decodeSync(RunId)(ulid()),

@@ -3,7 +3,7 @@
  * records whose keys the workspace lacks (keys are per workspace), adds exactly those to their hourly and daily
  * rollups, and the reads (keys, rollups in summary order, windowed sums by nested scope) agree on every backend.
  */
-import { IdPrefix, ProjectId, UsageRecordId } from "@cp/domain/ids"
+import { UsageRecordId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
@@ -12,7 +12,7 @@ import type { UsageRecordRow } from "../../src/usage/rows.ts"
 import { UsageRepo } from "../../src/usage/UsageRepo.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import type { OrganizationRow } from "../../src/workspaces/rows.ts"
-import { accountRootRow, at, newId } from "../fixtures.ts"
+import { at, storedProjectScope } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
 
 const implementations = {
@@ -20,22 +20,7 @@ const implementations = {
   sql: Layer.mergeAll(UsageRepo.sql, OrganizationsRepo.sql, ProjectsRepo.sql)
 }
 
-const setup = Effect.gen(function*() {
-  const org = accountRootRow("Usage")
-  yield* (yield* OrganizationsRepo).insert(org).pipe(Effect.orDie)
-  const projectId = newId(ProjectId, IdPrefix.project)
-  yield* (yield* ProjectsRepo).insert({
-    id: projectId,
-    orgId: org.id,
-    name: "P",
-    slug: `p-${randomUUID()}`,
-    status: "active",
-    createdAt: at(0),
-    updatedAt: at(0),
-    archivedAt: null
-  }).pipe(Effect.orDie)
-  return { org, projectId }
-})
+const setup = storedProjectScope("Usage")
 
 const recordRow = (
   org: OrganizationRow,
