@@ -4,6 +4,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi, AgentProvidersApi } from "./agents.ts"
 import { ApiKeysApi } from "./apiKeys.ts"
 import { AuditApi } from "./audit.ts"
+import { BillingApi, BillingWebhooksApi } from "./billing.ts"
 import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi } from "./config.ts"
 import { IdentityApi, SessionApi } from "./identity.ts"
 import { JobLogsApi } from "./jobLogs.ts"
@@ -43,6 +44,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(WebhooksApi)
   .add(UsageApi)
   .add(QuotasApi)
+  .add(BillingApi)
+  .add(BillingWebhooksApi)
   .add(AgentProvidersApi)
   .add(AdminApi)
   .add(RunsApi)

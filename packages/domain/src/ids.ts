@@ -91,6 +91,17 @@ export const RollupId = uuid().pipe(Schema.brand("RollupId"))
 export type RollupId = typeof RollupId.Type
 export const QuotaViolationId = uuid().pipe(Schema.brand("QuotaViolationId"))
 export type QuotaViolationId = typeof QuotaViolationId.Type
+// Billing objects (customer, subscription, plan, entitlement, invoice) are UUIDs (spec: Identifier prefixes).
+export const BillingCustomerId = uuid().pipe(Schema.brand("BillingCustomerId"))
+export type BillingCustomerId = typeof BillingCustomerId.Type
+export const SubscriptionId = uuid().pipe(Schema.brand("SubscriptionId"))
+export type SubscriptionId = typeof SubscriptionId.Type
+export const PlanId = uuid().pipe(Schema.brand("PlanId"))
+export type PlanId = typeof PlanId.Type
+export const EntitlementId = uuid().pipe(Schema.brand("EntitlementId"))
+export type EntitlementId = typeof EntitlementId.Type
+export const InvoiceId = uuid().pipe(Schema.brand("InvoiceId"))
+export type InvoiceId = typeof InvoiceId.Type
 
 const isUserId = Schema.is(UserId)
 const isServicePrincipalId = Schema.is(ServicePrincipalId)

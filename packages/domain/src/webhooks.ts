@@ -86,6 +86,12 @@ export const eventCatalog = {
       "enforcement"
     ]
   },
+  "subscription.activated": { resource: "subscription", fields: ["subscription", "planCode"] },
+  "subscription.updated": { resource: "subscription", fields: ["subscription", "planCode"] },
+  "subscription.canceled": { resource: "subscription", fields: ["subscription", "planCode"] },
+  "entitlements.updated": { resource: "entitlements", fields: ["planCode", "entitlements"] },
+  "invoice.paid": { resource: "invoice", fields: ["invoice"] },
+  "payment.failed": { resource: "invoice", fields: ["invoice"] },
   "run.created": { resource: "run", fields: ["runId", "projectId", "environmentId", "jobs"] },
   "run.canceled": { resource: "run", fields: ["runId", "projectId", "reason"] },
   "run.finished": { resource: "run", fields: ["runId", "projectId", "status", "jobCounts"] },

@@ -33,6 +33,9 @@ export * from "./projects/EnvironmentsRepo.ts"
 export * from "./projects/ProjectsRepo.ts"
 export * from "./projects/rows.ts"
 
+export * from "./billing/BillingRepo.ts"
+export * from "./billing/plans.ts"
+export * from "./billing/rows.ts"
 export * from "./entitlements/EntitlementsRepo.ts"
 
 export * from "./members/InvitationsRepo.ts"

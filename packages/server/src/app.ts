@@ -15,6 +15,13 @@ import { AgentSimulatorRoutes } from "./agents/simulator.ts"
 import { ApiKeysHttp } from "./apiKeys/http.ts"
 import { ApiKeysService } from "./apiKeys/service.ts"
 import { AuditHttp } from "./audit/http.ts"
+import { BillingHttp, BillingWebhooksHttp } from "./billing/http.ts"
+import { BillingProvider } from "./billing/provider.ts"
+import { BillingService } from "./billing/service.ts"
+import { BillingSimulator, BillingSimulatorRoutes } from "./billing/simulator.ts"
+import { BillingState } from "./billing/state.ts"
+import { BillingSweep } from "./billing/sweep.ts"
+import { BillingWebhooks } from "./billing/webhooks.ts"
 import { ConfigurationHttp, EnvironmentConfigurationHttp, ProjectConfigurationHttp } from "./config/http.ts"
 import { ConfigService } from "./config/service.ts"
 import { ActorResolverLive } from "./identity/actors.ts"
@@ -76,6 +83,14 @@ const WebhookDelivery = WebhookWorker.layer.pipe(
   Layer.provideMerge(DestinationGuard.layer)
 )
 
+/** Billing: the provider client, the state rules the ingress, reconcile and the period-end sweep share. */
+const Billing = Layer.mergeAll(
+  BillingService.layer.pipe(Layer.provide(BillingProvider.layer)),
+  BillingWebhooks.layer,
+  BillingSweep.layer,
+  BillingSimulator.layer
+).pipe(Layer.provideMerge(BillingState.layer))
+
 /** Who is calling and which workspace the path names: the edge's lookups, which sign-in uses too. */
 const Resolvers = Layer.mergeAll(ActorResolverLive, WorkspaceResolverLive)
 
@@ -107,7 +122,8 @@ const Services = OAuthService.layer.pipe(
     SecretsService.layer,
     WebhooksService.layer,
     UsageService.layer.pipe(Layer.provideMerge(QuotasService.layer)),
-    AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer))
+    AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer)),
+    Billing
   )),
   Layer.provideMerge(WebhookDelivery),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers.pipe(Layer.provide(Platform))))
@@ -135,6 +151,8 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     WebhooksHttp,
     UsageHttp,
     QuotasHttp,
+    BillingHttp,
+    BillingWebhooksHttp,
     AgentProvidersHttp,
     AdminHttp,
     RunsHttp,
@@ -177,6 +195,8 @@ const Http = Layer.mergeAll(
   Docs,
   EdgeLive,
   AgentSimulatorRoutes,
+  BillingSimulatorRoutes,
+  BillingSweep.background,
   EnvironmentSweep.background,
   WebhookWorker.background,
   LeaseSweep.background

@@ -2,6 +2,7 @@
 import {
   AgentConnectionsRepo,
   ApiKeysRepo,
+  BillingRepo,
   ChallengesRepo,
   CliLinksRepo,
   ConfigRepo,
@@ -57,6 +58,7 @@ export const RepositoriesSql = Layer.mergeAll(
   ProjectsRepo.sql,
   EnvironmentsRepo.sql,
   EntitlementsRepo.sql,
+  BillingRepo.sql,
   ConfigRepo.sql,
   SecretsRepo.sql,
   WebhookEndpointsRepo.sql,
@@ -92,6 +94,7 @@ export const RepositoriesMemory = Layer.mergeAll(
   ProjectsRepo.memory,
   EnvironmentsRepo.memory,
   EntitlementsRepo.memory,
+  BillingRepo.memory,
   ConfigRepo.memory,
   SecretsRepo.memory,
   WebhookEndpointsRepo.memory,

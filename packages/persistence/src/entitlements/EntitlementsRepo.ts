@@ -3,8 +3,10 @@
  * migration 0008 so a plan change is a row change.
  */
 import { OrgId } from "@cp/domain/ids"
-import { Context, Effect, flow, Layer, Schema, Struct } from "effect"
+import { Context, Effect, flow, Layer, Option, Schema, Struct } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { planSeeds } from "../billing/plans.ts"
+import { atomically } from "../Memory.ts"
 
 export const EntitlementRow = Schema.Struct({
   planId: Schema.String,
@@ -37,24 +39,47 @@ export const PlanEntitlement = Schema.Struct({
 })
 export type PlanEntitlement = typeof PlanEntitlement.Type
 
+/** The plan billing assigned to a workspace, and the subscription that conferred it (null: none). */
+export const PlanAssignment = Schema.Struct({
+  orgId: OrgId,
+  planId: Schema.String,
+  subscriptionId: Schema.NullOr(Schema.String),
+  updatedAt: Schema.Date
+})
+export type PlanAssignment = typeof PlanAssignment.Type
+
 export class EntitlementsRepo extends Context.Service<EntitlementsRepo, {
   /** Every entitlement of the workspace's plan. */
   readonly forWorkspace: (orgId: OrgId) => Effect.Effect<ReadonlyArray<EntitlementRow>>
   /** Sets one entitlement of a plan; creates it when absent. */
   readonly setPlanEntitlement: (entry: PlanEntitlement) => Effect.Effect<void>
+  /** Puts the workspace on a plan (billing): every reader of its entitlements sees the new plan's at once. */
+  readonly assignPlan: (assignment: PlanAssignment) => Effect.Effect<void>
+  /** The workspace's assignment; None while it is on the default plan by default. */
+  readonly assignmentOf: (orgId: OrgId) => Effect.Effect<Option.Option<PlanAssignment>>
 }>()("@cp/persistence/entitlements/EntitlementsRepo") {
   static readonly memory = Layer.sync(EntitlementsRepo, () => {
     const epoch = new Date(0)
-    const plans = new Map<string, Map<string, EntitlementRow>>([[
-      DEFAULT_PLAN_ID,
-      new Map(
-        freePlanSeed.map((
-          entry
-        ) => [entry.entitlementKey, { ...entry, planId: DEFAULT_PLAN_ID, createdAt: epoch, updatedAt: epoch }])
-      )
-    ]])
+    const plans = new Map<string, Map<string, EntitlementRow>>(
+      planSeeds.map((plan) => [
+        plan.code,
+        new Map(
+          plan.entitlements.map((
+            entry
+          ) => [entry.entitlementKey, { ...entry, planId: plan.code, createdAt: epoch, updatedAt: epoch }])
+        )
+      ])
+    )
+    const assignments = new Map<string, PlanAssignment>()
     return EntitlementsRepo.of({
-      forWorkspace: (_orgId) => Effect.sync(() => Array.from(plans.get(DEFAULT_PLAN_ID)?.values() ?? [])),
+      forWorkspace: (orgId) =>
+        Effect.sync(() => Array.from(plans.get(assignments.get(orgId)?.planId ?? DEFAULT_PLAN_ID)?.values() ?? [])),
+      assignPlan: (assignment) =>
+        atomically((changes) => {
+          changes.set(assignments, assignment.orgId, assignment)
+          return Effect.void
+        }),
+      assignmentOf: (orgId) => Effect.sync(() => Option.fromUndefinedOr(assignments.get(orgId))),
       setPlanEntitlement: ({ at, ...entry }) =>
         Effect.sync(() => {
           const plan = plans.get(entry.planId) ?? new Map<string, EntitlementRow>()
@@ -80,6 +105,25 @@ export class EntitlementsRepo extends Context.Service<EntitlementsRepo, {
                 where plan_id = coalesce(
                   (select plan_id from workspace_plans where org_id = ${orgId}), ${DEFAULT_PLAN_ID})
                 order by entitlement_key`
+          }),
+          Effect.orDie
+        ),
+        assignPlan: flow(
+          SqlSchema.void({
+            Request: PlanAssignment,
+            execute: (assignment) =>
+              sql`
+                insert into workspace_plans ${sql.insert(assignment)}
+                on conflict (org_id) do update set plan_id = excluded.plan_id,
+                  subscription_id = excluded.subscription_id, updated_at = excluded.updated_at`
+          }),
+          Effect.orDie
+        ),
+        assignmentOf: flow(
+          SqlSchema.findOneOption({
+            Request: OrgId,
+            Result: PlanAssignment,
+            execute: (orgId) => sql`select * from workspace_plans where org_id = ${orgId}`
           }),
           Effect.orDie
         ),

@@ -68,6 +68,13 @@ export interface AppConfigShape {
   readonly scmhostWebHost: string
   /** CI OIDC issuers trusted by the workflow-credential exchange (`CI_OIDC_ISSUERS`, a JSON array). */
   readonly ciOidcIssuers: ReadonlyArray<OidcIssuer>
+  /** `BILLPROV_API_URL`: the billing provider's API; unset, dev/test use the simulator and production has none. */
+  readonly billprovApiUrl: Option.Option<string>
+  readonly billprovApiKey: Redacted.Redacted
+  /** `BILLPROV_WEBHOOK_SECRET` (`whsec_` + base64); unset in production, every inbound billing webhook fails closed. */
+  readonly billprovWebhookSecret: Option.Option<Redacted.Redacted>
+  /** `BILLPROV_TIMEOUT_MS`: how long one provider call may take (metering-billing.md §6: 10 s). */
+  readonly billprovTimeoutMs: number
 }
 
 /** A trusted CI OIDC issuer: tokens must carry this `iss` and `aud` and verify against the JWKS. */
@@ -117,6 +124,11 @@ const oauthProviders = (env: Env): ReadonlyArray<OAuthProviderConfig> =>
       clientSecret: Redacted.make(parts.value.clientSecret)
     }]
   }).sort((a, b) => a.id.localeCompare(b.id))
+
+/** The development and test webhook secret of the billing simulator (contract §3). */
+export const DEV_BILLPROV_WEBHOOK_SECRET = "whsec_ZGV2LWJpbGxwcm92LXdlYmhvb2stc2VjcmV0LTAwMDA="
+/** The key the client sends when `BILLPROV_API_KEY` is unset (the simulator takes any bearer key). */
+const DEV_BILLPROV_API_KEY = "billprov_dev_key"
 
 /** Parses an environment; `production` requires its keys (contract §3). */
 export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError> =>
@@ -174,6 +186,10 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
         Option.getOrElse((): ReadonlyArray<string> => [])
       )
     const tokenSigningKey = Option.map(nonEmpty(env, "TOKEN_SIGNING_KEY"), Redacted.make)
+    const billprovTimeoutMs = Number(nonEmpty(env, "BILLPROV_TIMEOUT_MS").pipe(Option.getOrElse(() => "10000")))
+    if (!Number.isInteger(billprovTimeoutMs) || billprovTimeoutMs < 1) {
+      return yield* new ConfigError({ message: "BILLPROV_TIMEOUT_MS must be a positive integer" })
+    }
     if (appEnv === "production") {
       const missing = [
         Option.isNone(secretsKek) ? "SECRETS_KEK" : undefined,
@@ -209,7 +225,16 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       webhookExtraCaCerts: nonEmpty(env, "NODE_EXTRA_CA_CERTS"),
       webhookWorker: env.WEBHOOK_WORKER !== "0",
       scmhostWebHost: nonEmpty(env, "SCMHOST_WEB_HOST").pipe(Option.getOrElse(() => "github.com")).toLowerCase(),
-      ciOidcIssuers
+      ciOidcIssuers,
+      billprovApiUrl: Option.map(nonEmpty(env, "BILLPROV_API_URL"), (url) => url.replace(/\/+$/, "")),
+      billprovApiKey: Redacted.make(nonEmpty(env, "BILLPROV_API_KEY").pipe(Option.getOrElse(() => DEV_BILLPROV_API_KEY))),
+      billprovWebhookSecret: Option.map(
+        nonEmpty(env, "BILLPROV_WEBHOOK_SECRET").pipe(
+          Option.orElse(() => appEnv === "production" ? Option.none() : Option.some(DEV_BILLPROV_WEBHOOK_SECRET))
+        ),
+        Redacted.make
+      ),
+      billprovTimeoutMs
     }
   })
 

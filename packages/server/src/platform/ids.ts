@@ -1,5 +1,8 @@
 /** Id minting: prefixed ULIDs (monotonic within a process) and UUIDv7 where the spec says UUID. */
 import {
+  BillingCustomerId,
+  InvoiceId,
+  SubscriptionId,
   AgentConnectionId,
   ApiKeyId,
   AuditEntryId,
@@ -88,6 +91,9 @@ export const mint = {
   auditEntryId: (now: number) => AuditEntryId.make(newUuid(now), trusted),
   usageRecord: (now: number) => UsageRecordId.make(newUuid(now), trusted),
   quotaViolation: (now: number) => QuotaViolationId.make(newUuid(now), trusted),
+  billingCustomer: (now: number) => BillingCustomerId.make(newUuid(now), trusted),
+  subscription: (now: number) => SubscriptionId.make(newUuid(now), trusted),
+  invoice: (now: number) => InvoiceId.make(newUuid(now), trusted),
   /** Role bindings, team grants and security events: UUIDv7 rows never named on the wire by id. */
   roleBinding: (now: number) => newUuid(now),
   teamGrant: (now: number) => newUuid(now),
