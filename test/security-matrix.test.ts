@@ -43,12 +43,14 @@ import {
   type WorkspaceRole,
   workspaceRoles
 } from "@cp/domain"
+import { DEV_BILLPROV_WEBHOOK_SECRET } from "@cp/server/platform/config"
 import { newId } from "@cp/server/platform/ids"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { HttpApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
+import { Webhook } from "standardwebhooks"
 import { monotonicFactory } from "ulid"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { ok, type Res, wire } from "./support/envelope.ts"
@@ -210,6 +212,8 @@ interface Req {
   readonly params?: Readonly<Record<string, string>>
   readonly query?: Readonly<Record<string, string>>
   readonly body?: unknown
+  /** Request headers (a provider's signature). */
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 interface Fixture {
@@ -885,7 +889,38 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   },
   "quotas.delete": { request: (ctx) => Effect.map(newQuota(ctx), (quotaId) => ({ params: { quotaId } })) },
   "quotas.check": { request: () => Effect.succeed({ body: { metric: "matrix.calls" } }) },
-  "quotas.violations": { request: none }
+  "quotas.violations": { request: none },
+  "billing.plans": { request: none },
+  // A first checkout creates the customer.
+  "billing.customer": {
+    request: (ctx) =>
+      Effect.as(asCreator(ctx, "POST", "/billing/checkout", { checkoutUrl: Schema.String }, { planCode: "team" }), {})
+  },
+  "billing.summary": { request: none },
+  "billing.invoices": { request: none },
+  "billing.entitlements": { request: none },
+  "billing.paymentMethods": { request: none },
+  "billing.checkout": { request: () => Effect.succeed({ body: { planCode: "team" } }) },
+  "billing.portal": { request: none, alsoAllowed: [412] },
+  "billing.change": { request: () => Effect.succeed({ body: { planCode: "business" } }), alsoAllowed: [412] },
+  "billing.cancel": { request: none, alsoAllowed: [412] },
+  "billing.reconcile": { request: none },
+  "billingWebhooks.billprov": { request: () => Effect.succeed(signedBillingEvent()) }
+}
+
+/** A provider webhook of a type billing ignores, signed with the development secret. */
+const signedBillingEvent = (): Req => {
+  const id = `msg_${randomUUID()}`
+  const at = new Date()
+  const body = JSON.stringify({ type: "customer.updated", timestamp: at.toISOString(), data: {} })
+  return {
+    body,
+    headers: {
+      "webhook-id": id,
+      "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+      "webhook-signature": new Webhook(DEV_BILLPROV_WEBHOOK_SECRET).sign(id, at, body)
+    }
+  }
 }
 
 /** How a call came out, in the terms the matrix speaks. */
@@ -992,7 +1027,12 @@ for (const backend of sqlBackends) {
 
           const callAs = Effect.fnUntraced(
             function*(column: Column, caller: Caller | undefined, orgId: string, req: Req) {
-              const body = req.body === undefined ? {} : { body: req.body }
+              const body = {
+                ...(req.body === undefined ? {} : { body: req.body }),
+                ...(req.headers === undefined
+                  ? {}
+                  : { headers: { "content-type": "application/json", ...req.headers } })
+              }
               const res = yield* call(
                 baseUrl,
                 route.method,

@@ -12,12 +12,12 @@ import { atomically } from "../Memory.ts"
 import { insertUnique, primaryKey } from "../memoryTable.ts"
 import { planSeeds } from "./plans.ts"
 import {
+  BillingSubscriptionRow,
   CustomerRow,
   DueCancellations,
   InvoiceRow,
   InvoicesPage,
   PlanRow,
-  BillingSubscriptionRow,
   type UpsertedInvoice,
   WebhookReceipt
 } from "./rows.ts"
@@ -38,7 +38,9 @@ export class BillingRepo extends Context.Service<BillingRepo, {
   /** `UniqueViolation` when the workspace already has a customer. */
   readonly insertCustomer: (row: CustomerRow) => Effect.Effect<void, UniqueViolation>
   /** The stored subscription, locked until the transaction ends (SQL). */
-  readonly findSubscriptionForUpdate: (providerSubscriptionId: string) => Effect.Effect<Option.Option<BillingSubscriptionRow>>
+  readonly findSubscriptionForUpdate: (
+    providerSubscriptionId: string
+  ) => Effect.Effect<Option.Option<BillingSubscriptionRow>>
   /** Inserts the subscription, or replaces the stored one of the same provider id. */
   readonly upsertSubscription: (row: BillingSubscriptionRow) => Effect.Effect<void>
   /** The workspace's newest subscription in a plan-holding state. */
@@ -164,7 +166,8 @@ export class BillingRepo extends Context.Service<BillingRepo, {
         insertCustomer: flow(
           SqlSchema.void({
             Request: CustomerRow,
-            execute: (row) => sql`insert into billing_customers ${sql.insert({ ...row, metadata: sql.json(row.metadata) })}`
+            execute: (row) =>
+              sql`insert into billing_customers ${sql.insert({ ...row, metadata: sql.json(row.metadata) })}`
           }),
           uniqueViolationOrDie
         ),
@@ -208,8 +211,9 @@ export class BillingRepo extends Context.Service<BillingRepo, {
             Result: UpsertedInvoiceRow,
             execute: (row) =>
               sql`
+                -- The snapshot's row, before the upsert (a FOR UPDATE here would skip the row this statement changes).
                 with previous as (
-                  select status from billing_invoices where provider_invoice_id = ${row.providerInvoiceId} for update
+                  select status from billing_invoices where provider_invoice_id = ${row.providerInvoiceId}
                 ), upserted as (
                   insert into billing_invoices ${sql.insert(row)}
                   on conflict (provider_invoice_id) do update set

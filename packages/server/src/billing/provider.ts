@@ -61,7 +61,10 @@ export class BillingProvider extends Context.Service<BillingProvider, {
       )
       const http = (yield* HttpClient.HttpClient).pipe(
         HttpClient.mapRequest((request) =>
-          request.pipe(HttpClientRequest.acceptJson, HttpClientRequest.bearerToken(Redacted.value(config.billprovApiKey)))
+          request.pipe(
+            HttpClientRequest.acceptJson,
+            HttpClientRequest.bearerToken(Redacted.value(config.billprovApiKey))
+          )
         )
       )
       const timeout = Duration.millis(config.billprovTimeoutMs)

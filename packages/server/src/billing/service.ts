@@ -150,8 +150,11 @@ export class BillingService extends Context.Service<BillingService, {
         // Two first checkouts at once: the first row stays, the second provider customer goes unused.
         return yield* billing.insertCustomer(row).pipe(
           Effect.as(row),
-          Effect.catchTag("UniqueViolation", () =>
-            Effect.flatMap(billing.findCustomer(orgId), (found) => Effect.succeed(Option.getOrElse(found, () => row))))
+          Effect.catchTag(
+            "UniqueViolation",
+            () =>
+              Effect.flatMap(billing.findCustomer(orgId), (found) => Effect.succeed(Option.getOrElse(found, () => row)))
+          )
         )
       })
 
@@ -266,7 +269,11 @@ export class BillingService extends Context.Service<BillingService, {
             }
             for (const invoice of invoices) {
               const applied = yield* state.applyInvoice(invoice, false)
-              if (applied._tag === "applied") made.push(...applied.changes, `invoice ${invoice.id}`)
+              if (applied._tag === "applied") {
+                made.push(
+                  ...(applied.changes.length === 0 ? [`invoice ${invoice.id} ${invoice.status}`] : applied.changes)
+                )
+              }
             }
             return made
           }))

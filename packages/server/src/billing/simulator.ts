@@ -6,7 +6,14 @@
  * provider's, and are gone on restart.
  */
 import { Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import {
+  FetchHttpClient,
+  HttpClient,
+  HttpClientRequest,
+  HttpRouter,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import { Webhook } from "standardwebhooks"
 import { AppConfig } from "../platform/config.ts"
 import { newId } from "../platform/ids.ts"
@@ -58,8 +65,7 @@ const addMonth = (millis: number) => {
 
 const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
 const notFound = () => json({ error: { type: "not_found", message: "No such object" } }, 404)
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 const page = (title: string, body: string) =>
   HttpServerResponse.html(
@@ -315,8 +321,11 @@ export const BillingSimulatorRoutes = Layer.unwrap(Effect.gen(function*() {
       Effect.succeed(
         json({ items: [...state.invoices.values()].filter((i) => i.customerId === customerOf(request)) })
       ))
-    yield* api("GET", "/v1/payment-methods", (request) =>
-      Effect.succeed(json({ items: state.paymentMethods.get(customerOf(request)) ?? [] })))
+    yield* api(
+      "GET",
+      "/v1/payment-methods",
+      (request) => Effect.succeed(json({ items: state.paymentMethods.get(customerOf(request)) ?? [] }))
+    )
 
     // The dev extras: no credentials, like the dev outbox.
     yield* router.add("GET", `${base}/checkout/:id`, () =>

@@ -6,6 +6,11 @@
  */
 import { type Entitlement, EntitlementId, type OrgId, type Plan, type Subscription } from "@cp/domain"
 import {
+  Entitlement as EntitlementSchema,
+  Invoice as InvoiceSchema,
+  Subscription as SubscriptionSchema
+} from "@cp/domain"
+import {
   BillingRepo,
   type BillingSubscriptionRow,
   type CustomerRow,
@@ -17,7 +22,6 @@ import {
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option } from "effect"
 import { v5 } from "uuid"
-import { Entitlement as EntitlementSchema, Invoice as InvoiceSchema, Subscription as SubscriptionSchema } from "@cp/domain"
 import { apiJson, type EventActor, EventLog, type NewEvent, systemActor } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { currentDate } from "../platform/serviceKit.ts"
@@ -106,7 +110,9 @@ export class BillingState extends Context.Service<BillingState, {
         const rows = yield* entitlements.forWorkspace(orgId)
         const assignedAt = Option.map(assignment, (a) => a.updatedAt)
         const list: ReadonlyArray<Entitlement> = rows.map((row) => ({
-          id: EntitlementId.make(v5(`${orgId}:${row.planId}:${row.entitlementKey}:${subscriptionId ?? ""}`, ENTITLEMENT_NAMESPACE)),
+          id: EntitlementId.make(
+            v5(`${orgId}:${row.planId}:${row.entitlementKey}:${subscriptionId ?? ""}`, ENTITLEMENT_NAMESPACE)
+          ),
           orgId,
           subscriptionId: subscriptionId as Entitlement["subscriptionId"],
           entitlementKey: row.entitlementKey,
@@ -263,7 +269,10 @@ export class BillingState extends Context.Service<BillingState, {
         }),
         endAtPeriodEnd: Effect.fn("BillingState.endAtPeriodEnd")(function*(row) {
           const now = yield* currentDate
-          yield* store({ ...row, status: "canceled", canceledAt: now, cancelAt: null, updatedAt: now }, Option.some(row))
+          yield* store(
+            { ...row, status: "canceled", canceledAt: now, cancelAt: null, updatedAt: now },
+            Option.some(row)
+          )
         })
       })
     })

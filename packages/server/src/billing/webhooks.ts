@@ -9,13 +9,17 @@ import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Webhook } from "standardwebhooks"
 import { AppConfig } from "../platform/config.ts"
 import { currentDate } from "../platform/serviceKit.ts"
-import { InvoiceEvent, InvoiceEventTypes, SubscriptionEvent, SubscriptionEventTypes, WebhookEnvelope } from "./providerApi.ts"
+import {
+  InvoiceEvent,
+  InvoiceEventTypes,
+  SubscriptionEvent,
+  SubscriptionEventTypes,
+  WebhookEnvelope
+} from "./providerApi.ts"
 import { type Applied, BillingState } from "./state.ts"
 
-/** The signature headers, each also accepted under its `x-billprov-` alias. */
-const HEADERS = ["id", "timestamp", "signature"] as const
-
-const headerOf = (headers: Readonly<Record<string, string | undefined>>, name: (typeof HEADERS)[number]) =>
+/** A signature header, also accepted under its `x-billprov-` alias. */
+const headerOf = (headers: Readonly<Record<string, string | undefined>>, name: "id" | "timestamp" | "signature") =>
   headers[`webhook-${name}`] ?? headers[`x-billprov-${name}`]
 
 const unauthenticated = () => wireError(Unauthenticated, "The webhook signature is missing, invalid or stale")

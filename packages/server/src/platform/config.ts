@@ -227,7 +227,9 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       scmhostWebHost: nonEmpty(env, "SCMHOST_WEB_HOST").pipe(Option.getOrElse(() => "github.com")).toLowerCase(),
       ciOidcIssuers,
       billprovApiUrl: Option.map(nonEmpty(env, "BILLPROV_API_URL"), (url) => url.replace(/\/+$/, "")),
-      billprovApiKey: Redacted.make(nonEmpty(env, "BILLPROV_API_KEY").pipe(Option.getOrElse(() => DEV_BILLPROV_API_KEY))),
+      billprovApiKey: Redacted.make(
+        nonEmpty(env, "BILLPROV_API_KEY").pipe(Option.getOrElse(() => DEV_BILLPROV_API_KEY))
+      ),
       billprovWebhookSecret: Option.map(
         nonEmpty(env, "BILLPROV_WEBHOOK_SECRET").pipe(
           Option.orElse(() => appEnv === "production" ? Option.none() : Option.some(DEV_BILLPROV_WEBHOOK_SECRET))

@@ -1,11 +1,9 @@
 /** Id minting: prefixed ULIDs (monotonic within a process) and UUIDv7 where the spec says UUID. */
 import {
-  BillingCustomerId,
-  InvoiceId,
-  SubscriptionId,
   AgentConnectionId,
   ApiKeyId,
   AuditEntryId,
+  BillingCustomerId,
   ChallengeId,
   DeliveryAttemptId,
   EnvironmentId,
@@ -13,6 +11,7 @@ import {
   FeatureFlagId,
   IdPrefix,
   InvitationId,
+  InvoiceId,
   LinkId,
   MemberId,
   OrgId,
@@ -23,6 +22,7 @@ import {
   ServicePrincipalId,
   SessionId,
   SettingId,
+  SubscriptionId,
   TeamId,
   UsageRecordId,
   UserId,
