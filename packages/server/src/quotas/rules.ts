@@ -11,11 +11,13 @@ export interface Window {
 }
 
 /**
- * The period holding `at`: the UTC hour, day or month. `billing_cycle` is the active subscription's current period;
- * until billing stores subscriptions it is the calendar month (metering-billing.md §3).
+ * The period holding `at`: the UTC hour, day or month. `billing_cycle` is `cycle`, the active subscription's current
+ * period, when it holds `at`; the calendar month otherwise (no subscription, or `at` outside it) (metering-billing.md
+ * §3).
  */
-export const periodWindow = (period: QuotaPeriod, at: Date): Window => {
+export const periodWindow = (period: QuotaPeriod, at: Date, cycle?: Window): Window => {
   const ms = at.getTime()
+  if (period === "billing_cycle" && cycle !== undefined && cycle.start <= at && at < cycle.end) return cycle
   switch (period) {
     case "hour": {
       const start = Math.floor(ms / HOUR_MS) * HOUR_MS

@@ -26,6 +26,7 @@ import {
   wireError
 } from "@cp/domain"
 import {
+  BillingRepo,
   EnvironmentsRepo,
   idPosition,
   type PlanQuota,
@@ -44,7 +45,7 @@ import { type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { currentDate } from "../platform/serviceKit.ts"
-import { countsToward, mostSpecific, periodWindow } from "./rules.ts"
+import { countsToward, mostSpecific, periodWindow, type Window } from "./rules.ts"
 
 /** A quota as evaluated: a configured one (with its id) or the plan's (workspace-level, no id). */
 export interface Evaluated {
@@ -148,6 +149,7 @@ export class QuotasService extends Context.Service<QuotasService, {
       const quotas = yield* QuotasRepo
       const violations = yield* ViolationsRepo
       const usage = yield* UsageRepo
+      const billing = yield* BillingRepo
       const projects = yield* ProjectsRepo
       const environments = yield* EnvironmentsRepo
       const tx = yield* Transactor
@@ -162,14 +164,27 @@ export class QuotasService extends Context.Service<QuotasService, {
         return [...rows, ...plan.map(fromPlan)]
       })
 
+      /** The active subscription's current period, which `billing_cycle` quotas count in (none: the month). */
+      const billingCycle = (orgId: OrgId, period: QuotaPeriod) =>
+        period !== "billing_cycle" ? Effect.succeed(undefined) : Effect.map(
+          billing.activeSubscription(orgId),
+          (active): Window | undefined => {
+            const row = Option.getOrUndefined(active)
+            return row?.currentPeriodStart == null || row.currentPeriodEnd == null
+              ? undefined
+              : { start: row.currentPeriodStart, end: row.currentPeriodEnd }
+          }
+        )
+
       const usedIn = (orgId: OrgId, quota: Evaluated, at: Date) =>
-        usage.usedInWindow({
-          orgId,
-          metric: quota.metric,
-          projectId: quota.projectId,
-          environmentId: quota.environmentId,
-          ...periodWindow(quota.period, at)
-        })
+        Effect.flatMap(billingCycle(orgId, quota.period), (cycle) =>
+          usage.usedInWindow({
+            orgId,
+            metric: quota.metric,
+            projectId: quota.projectId,
+            environmentId: quota.environmentId,
+            ...periodWindow(quota.period, at, cycle)
+          }))
 
       const recordQuota = (actor: Actor, row: QuotaRow, type: string, description: string) =>
         events.record({
@@ -356,9 +371,10 @@ export class QuotasService extends Context.Service<QuotasService, {
             for (const quota of applicable.filter((q) => q.metric === metric)) {
               // Each period the quota's records fell in (late records count toward their own period).
               const byPeriod = new Map<number, UsageRecordRow>()
+              const cycle = yield* billingCycle(orgId, quota.period)
               for (const record of ofMetric) {
                 if (!countsToward(quota, record)) continue
-                byPeriod.set(periodWindow(quota.period, record.recordedAt).start.getTime(), record)
+                byPeriod.set(periodWindow(quota.period, record.recordedAt, cycle).start.getTime(), record)
               }
               for (const [periodStart, last] of byPeriod) {
                 const used = yield* usedIn(orgId, quota, new Date(periodStart))

@@ -12,7 +12,12 @@ import { TestClock } from "effect/testing"
 import type { ProviderSubscription } from "../../src/billing/providerApi.ts"
 import { BillingState } from "../../src/billing/state.ts"
 import { BILLING_SWEEP_INTERVAL, BillingSweep } from "../../src/billing/sweep.ts"
+import { Entitlements } from "../../src/platform/entitlements.ts"
 import { mint } from "../../src/platform/ids.ts"
+import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
+import { periodWindow } from "../../src/quotas/rules.ts"
+import { QuotasService } from "../../src/quotas/service.ts"
+import { UsageService } from "../../src/usage/service.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
 import { areaServicesLayer, userActor } from "../support/services.ts"
 
@@ -23,9 +28,8 @@ const stateLayer = BillingState.layer.pipe(Layer.provideMerge(areaServicesLayer)
 const withSweep = BillingSweep.background.pipe(Layer.provideMerge(BillingSweep.layer), Layer.provideMerge(stateLayer))
 
 /** A workspace with a customer and an active `team` subscription ending a day from now, cancelled or not. */
-const subscribed = (cancelAtPeriodEnd: boolean) =>
+const subscribed = (cancelAtPeriodEnd: boolean, actor: Actor = userActor()) =>
   Effect.gen(function*() {
-    const actor: Actor = userActor()
     const { organization } = yield* (yield* WorkspacesService).create(actor, { name: "Billed" })
     const orgId: OrgId = organization.id
     const billing = yield* BillingRepo
@@ -68,6 +72,45 @@ const planOf = (orgId: OrgId) =>
     Effect.flatMap(EntitlementsRepo, (repo) => repo.assignmentOf(orgId)),
     (a) => Option.match(a, { onNone: () => "free", onSome: (x) => x.planId })
   )
+
+describe("billing_cycle quotas", () => {
+  it("the cycle is the subscription's period when it holds the time, the calendar month otherwise", () => {
+    const cycle = { start: new Date(Date.UTC(2026, 1, 9)), end: new Date(Date.UTC(2026, 2, 9)) }
+    assert.deepStrictEqual(periodWindow("billing_cycle", new Date(Date.UTC(2026, 2, 1)), cycle), cycle)
+    assert.deepStrictEqual(
+      periodWindow("billing_cycle", new Date(Date.UTC(2026, 2, 10)), cycle),
+      periodWindow("month", new Date(Date.UTC(2026, 2, 10)))
+    )
+  })
+
+  it.effect("a check counts usage in the active subscription's period, across a calendar month boundary", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(START)
+      const actor: Actor = userActor()
+      const orgId = yield* subscribed(false, actor)
+      const workspace = Option.getOrThrow(yield* (yield* WorkspaceResolver).resolve(orgId, actor))
+      yield* (yield* QuotasService).create(actor, workspace, {
+        metric: "calls",
+        limit: 10,
+        period: "billing_cycle",
+        enforcement: "hard"
+      })
+      // 20 days ago: February, but within the subscription's period (29 days back to tomorrow).
+      yield* (yield* UsageService).record(actor, workspace, {
+        metric: "calls",
+        idempotencyKey: "cycle-1",
+        quantity: 4,
+        recordedAt: new Date(START - 20 * DAY)
+      })
+      const decision = yield* (yield* QuotasService).check(workspace, { metric: "calls" })
+      assert.strictEqual(decision.used, 4)
+      assert.strictEqual(decision.period, "billing_cycle")
+    }).pipe(Effect.provide(UsageService.layer.pipe(
+      Layer.provideMerge(QuotasService.layer),
+      Layer.provideMerge(Entitlements.layer),
+      Layer.provideMerge(stateLayer)
+    ))))
+})
 
 describe("billing period-end sweep", () => {
   it.effect("keeps the plan until the period ends, then downgrades to free with its events", () =>
