@@ -73,7 +73,10 @@ const program = Effect.gen(function*() {
       (serverCpu * 1000 / operations).toFixed(2)
     } ms per claim or complete; load average ${loadavg().map((value) => value.toFixed(2)).join(" ")}`
   )
-  console.log(`  double claims: ${stats.doubleClaims}; jobs claimed: ${stats.claimsPerJob.size}`)
+  console.log(
+    `  double claims: ${stats.doubleClaims}; jobs claimed: ${stats.claimsPerJob.size}; ` +
+      `503s retried: ${stats.unavailableRetries}`
+  )
   if (stats.doubleClaims !== 0) process.exitCode = 1
 }).pipe(Effect.scoped)
 
