@@ -253,8 +253,8 @@ export class RunsService extends Context.Service<RunsService, {
     input: CancelInput
   ) => Effect.Effect<{ readonly run: Run }, NotFound | RunTerminal>
   /**
-   * Inside a transaction, with the run locked: the job of the run if `fence` holds a live lease on it (lapsed leases
-   * are settled first), else `lease_lost`. What logs, secrets and output secrets check.
+   * Inside a transaction: the job of the run, locked until it ends, if `fence` holds a live lease on it (a lapsed
+   * lease is settled first), else `lease_lost`. What logs, secrets and output secrets check.
    */
   readonly requireLease: (
     key: RunKey,
