@@ -28,13 +28,26 @@ export interface LoadStats {
   /** Every claim request's latency, in milliseconds. */
   readonly claimLatenciesMs: ReadonlyArray<number>
   readonly wallMs: number
+  /** Requests answered 503 and retried (statement or lock timeouts on a loaded machine). */
+  readonly unavailableRetries: number
 }
 
 /** A graph of `count` jobs in which job i depends on job i - `width`: `width` jobs can run at a time. */
 export const layeredJobs = (count: number, width: number) =>
   Array.from({ length: count }, (_, i) => ({ jobId: `j${i}`, dependsOn: i >= width ? [`j${i - width}`] : [] }))
 
-const request = async (baseUrl: string, token: string, method: string, path: string, body?: unknown) => {
+/** 503s answered (the database timed out on a loaded machine) and retried; the request is retried after 250 ms. */
+let unavailableRetries = 0
+const MAX_RETRIES = 20
+
+const request = async (
+  baseUrl: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  retries = 0
+): Promise<{ readonly status: number; readonly json: unknown }> => {
   const response = await fetch(`${baseUrl}${path}`, {
     method,
     headers: {
@@ -44,6 +57,12 @@ const request = async (baseUrl: string, token: string, method: string, path: str
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
   const text = await response.text()
+  // A 503 rolled its transaction back (a statement or lock timed out): the same request again is safe.
+  if (response.status === 503 && retries < MAX_RETRIES) {
+    unavailableRetries++
+    await new Promise((resolve) => setTimeout(resolve, 250))
+    return request(baseUrl, token, method, path, body, retries + 1)
+  }
   return { status: response.status, json: text === "" ? undefined : JSON.parse(text) }
 }
 
@@ -77,6 +96,7 @@ export const driveRun = async (target: LoadTarget): Promise<LoadStats> => {
   let claims = 0
   let completes = 0
   let lostRaces = 0
+  unavailableRetries = 0
   const started = performance.now()
 
   const runner = async (index: number) => {
@@ -141,7 +161,8 @@ export const driveRun = async (target: LoadTarget): Promise<LoadStats> => {
     doubleClaims: [...claimsPerJob.values()].filter((count) => count > 1).length,
     claimsPerJob,
     claimLatenciesMs,
-    wallMs: performance.now() - started
+    wallMs: performance.now() - started,
+    unavailableRetries
   }
 }
 

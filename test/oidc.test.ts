@@ -7,10 +7,10 @@ import { CliLink, Project, Run, WorkflowCredential } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { randomUUID } from "node:crypto"
 import { monotonicFactory } from "ulid"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, ok } from "./support/envelope.ts"
+import { oidcLinkedProject, oidcRefusal } from "./support/oidcLink.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
 
@@ -20,42 +20,24 @@ for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
     `oidc exchange [${backend}]`,
     (it) => {
-      /** An owner whose project has an OIDC-enabled link to `acme/<repo>` for `refs/heads/*` and `production`. */
+      /** The linked project, and a simulator token with its repository's claims (plus `extra`). */
       const linked = Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
-        const user = yield* signInWithPersonal(baseUrl, "oidc")
-        const orgId = user.personal.id
-        const repo = `repo-${randomUUID().slice(0, 8)}`
-        const link = ok(
-          yield* call(baseUrl, "POST", `/v1/organizations/${orgId}/cli/links`, {
-            token: user.token,
-            body: {
-              remoteUrl: `git@github.com:Acme/${repo}.git`,
-              ciSettings: { oidcEnabled: true, allowedRefPattern: "refs/heads/*", allowedEnvironments: ["production"] }
-            }
-          }),
-          { link: CliLink }
-        ).link
-        const claims = {
-          sub: `repo:Acme/${repo}:ref:refs/heads/main`,
-          repository: `acme/${repo.toUpperCase()}`,
-          ref: "refs/heads/main",
-          environment: "production"
-        }
+        const setting = yield* oidcLinkedProject(baseUrl)
         const mint = (extra: Record<string, unknown> = {}, expiresInSeconds?: number) =>
           Effect.map(
             call(baseUrl, "POST", "/dev/oidc/token", {
-              body: { claims: { ...claims, ...extra }, ...(expiresInSeconds === undefined ? {} : { expiresInSeconds }) }
+              body: {
+                claims: { ...setting.claims, ...extra },
+                ...(expiresInSeconds === undefined ? {} : { expiresInSeconds })
+              }
             }),
             (res) => ok(res, { token: Schema.String }).token
           )
-        const exchange = (token: string, projectId = link.projectId) =>
-          call(baseUrl, "POST", "/v1/auth/oidc/exchange", { body: { token, orgId, projectId } })
-        return { ...user, orgId, link, claims, mint, exchange, baseUrl }
+        return { ...setting, mint }
       })
 
-      const refusal = (res: { readonly status: number }, reason: string) =>
-        Effect.sync(() => assert.strictEqual(failed(res as never, 401, "unauthenticated").details["reason"], reason))
+      const refusal = oidcRefusal
 
       it.effect("an exchange mints a workflow credential; its actor builds in its project and nowhere else", () =>
         Effect.gen(function*() {

@@ -2,7 +2,8 @@
  * Runs and jobs end to end over real HTTP (run-state.md §2; spec: Run-state plane, Versioning, States and
  * transitions job rows): idempotent create by the client's run ULID, graph validation, claims answering in the spec's
  * order, epoch fencing, retries, memoization, cancel, runnable and frontier, the run log, the workspace events, the
- * contract-version gate, and claims racing from many runners. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
+ * contract-version gate, claims racing from many runners, claims and completes of different jobs racing (the run
+ * finishes once, its log gap-free), and claims racing a cancel. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
  */
 import { ClaimResult, Frontier, Job, Run, RunEvent } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
@@ -445,6 +446,72 @@ for (const backend of sqlBackends) {
           const claims = ok(yield* as("GET", `/runs/${runId}/log`), { events: Schema.Array(RunEvent) }).events
             .filter((event) => event.type === "state.job.claimed")
           assert.strictEqual(claims.length, 1)
+        }))
+
+      const logOf = (res: Res) => ok(res, { events: Schema.Array(RunEvent) }).events
+
+      it.effect("claims and completes of different jobs racing: counts add up, the run finishes exactly once", () =>
+        Effect.gen(function*() {
+          const { as } = yield* owner
+          const runId = ulid()
+          const ids = Array.from({ length: 12 }, (_, i) => `j${i}`)
+          runOf(yield* as("POST", "/runs", { runId, jobs: ids.map((jobId) => ({ jobId })) }))
+          const claims = yield* Effect.forEach(ids, (jobId) => claim(as, runId, jobId, { runnerId: jobId }), {
+            concurrency: "unbounded"
+          })
+          for (const res of claims) assert.isTrue(claimOf(res).ok)
+          const running = runOf(yield* as("GET", `/runs/${runId}`))
+          assert.strictEqual(running.status, "running")
+          assert.strictEqual(running.jobCounts.running, ids.length)
+          // The last two (or more) completes race for the finish: only one of them may record it.
+          yield* Effect.forEach(ids, (jobId) =>
+            Effect.map(
+              complete(as, runId, jobId, { runnerId: jobId, leaseEpoch: 1 }),
+              (res) => ok(res)
+            ), { concurrency: "unbounded" })
+          const run = runOf(yield* as("GET", `/runs/${runId}`))
+          assert.strictEqual(run.status, "succeeded")
+          assert.deepStrictEqual(run.jobCounts, {
+            pending: 0,
+            running: 0,
+            succeeded: ids.length,
+            failed: 0,
+            timed_out: 0,
+            memoized: 0,
+            canceled: 0
+          })
+          const log = logOf(yield* as("GET", `/runs/${runId}/log?limit=100`))
+          assert.deepStrictEqual(log.map((event) => event.seq), Array.from({ length: log.length }, (_, i) => i + 1))
+          assert.strictEqual(log.filter((event) => event.type === "state.run.finished").length, 1)
+          assert.strictEqual(log[log.length - 1]?.type, "state.run.finished")
+        }))
+
+      it.effect("claims racing a cancel: every job ends canceled or was claimed before it, none runs after", () =>
+        Effect.gen(function*() {
+          const { as } = yield* owner
+          const runId = ulid()
+          const ids = Array.from({ length: 10 }, (_, i) => `j${i}`)
+          runOf(yield* as("POST", "/runs", { runId, jobs: ids.map((jobId) => ({ jobId })) }))
+          const [answers, canceled] = yield* Effect.all([
+            Effect.forEach(ids, (jobId) => claim(as, runId, jobId, { runnerId: jobId }), { concurrency: "unbounded" }),
+            as("POST", `/runs/${runId}:cancel`, {})
+          ], { concurrency: "unbounded" })
+          assert.strictEqual(runOf(canceled).status, "canceled")
+          for (const res of answers) {
+            // Before the cancel: a lease; after it: run_terminal, or the canceled job as terminal.
+            if (res.status === 409) failed(res, 409, "run_terminal")
+            else assert.include(["running", "canceled"], claimOf(res).job.status)
+          }
+          const jobs = jobsOf(yield* as("GET", `/runs/${runId}/jobs`))
+          assert.deepStrictEqual(jobs.map((job) => job.status), ids.map(() => "canceled"))
+          const run = runOf(yield* as("GET", `/runs/${runId}`))
+          assert.strictEqual(run.jobCounts.canceled, ids.length)
+          assert.strictEqual(run.jobCounts.running + run.jobCounts.pending, 0)
+          const log = logOf(yield* as("GET", `/runs/${runId}/log?limit=100`))
+          assert.deepStrictEqual(log.map((event) => event.seq), Array.from({ length: log.length }, (_, i) => i + 1))
+          const claimed = answers.filter((res) => res.status === 200 && claimOf(res).ok).length
+          assert.strictEqual(log.filter((event) => event.type === "state.job.claimed").length, claimed)
+          assert.strictEqual(log.filter((event) => event.type === "state.job.canceled").length, ids.length)
         }))
     }
   )

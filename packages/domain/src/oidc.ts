@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { NotFound, Unauthenticated } from "./errors.ts"
+import { NotFound, ProviderUnavailable, Unauthenticated } from "./errors.ts"
 import { OrgId, ProjectId } from "./ids.ts"
 import { doc } from "./reference.ts"
 import { requires } from "./security.ts"
@@ -56,12 +56,13 @@ export class OidcApi extends HttpApiGroup.make("oidc")
     HttpApiEndpoint.post("exchange", "/v1/auth/oidc/exchange", {
       payload: OidcExchangeInput,
       success: Envelope(WorkflowCredential.fields),
-      error: Unauthenticated
+      error: [Unauthenticated, ProviderUnavailable]
     }).annotateMerge(
       doc(
         "Exchange a CI OIDC token for a workflow credential",
         "No bearer needed. The JWT's issuer must be trusted and its `repository` must match an active link of the" +
-          " project with `oidcEnabled`; any failure is 401 with `details.reason`."
+          " project with `oidcEnabled`; any failure of the token is 401 with `details.reason`. A trusted issuer" +
+          " whose key set cannot be fetched is 502 `provider_unavailable`."
       )
     ).annotateMerge(requires.none),
     HttpApiEndpoint.get("devJwks", "/dev/oidc/jwks", {

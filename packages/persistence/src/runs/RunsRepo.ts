@@ -1,8 +1,10 @@
 /**
- * Runs, their jobs and each run's event log (run-state.md §2). Every change to a run or its jobs happens with the run
- * row locked (`lockRun`, `select … for update`), so claims racing from many runners and replicas run one at a time per
- * run and exactly one wins; the lease sweep claims runs with `for update skip locked`, so replicas sweeping together
- * never expire one lease twice.
+ * Runs, their jobs and each run's event log (run-state.md §2). A change locks the job rows it changes first
+ * (`lockJob`, `select … for update`), so claims racing for one job from many runners and replicas see exactly one
+ * winner while claims of other jobs go on in parallel; then, as its last step, it `advance`s the run row (counts and
+ * event numbers moved in one update, which holds the run row only until the commit that follows). Locks are always
+ * taken jobs first, run last, so no two changes wait on each other in a cycle. The lease sweep claims lapsed jobs with
+ * `for update skip locked`, so replicas sweeping together never expire one lease twice.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -12,10 +14,12 @@ import { idPosition, keysetQuery, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import {
   type ExpiredLeases,
+  type JobOfRun,
   type JobRow,
   JobRow as JobRowSchema,
   type JobsOfRun,
   type MemoKey,
+  type RunAdvance,
   type RunEventRow,
   RunEventRow as RunEventRowSchema,
   type RunEventsWindow,
@@ -34,6 +38,16 @@ export class RunsRepo extends Context.Service<RunsRepo, {
   readonly lock: (key: RunKey) => Effect.Effect<Option.Option<RunRow>>
   /** Up to `limit` of the project's runs strictly after `after`, newest first. */
   readonly list: (page: RunsPage) => Effect.Effect<ReadonlyArray<RunRow>>
+  /** The job of the run, locked until the transaction ends (`select … for update`). */
+  readonly lockJob: (key: JobOfRun) => Effect.Effect<Option.Option<JobRow>>
+  /** Every job of the run, in declared order, locked (in that order) until the transaction ends. */
+  readonly lockJobs: (runId: RunRow["id"]) => Effect.Effect<ReadonlyArray<JobRow>>
+  /**
+   * Moves the run's job counts by `delta`, reserves `events` event numbers, sets `startedAt`/`canceledAt` where not
+   * set yet, in one update that sees every change committed before it; the run as it now is (its `nextSeq` already
+   * past the reserved numbers), locked until the transaction ends. None when the run does not exist.
+   */
+  readonly advance: (request: RunAdvance) => Effect.Effect<Option.Option<RunRow>>
   /** Stores the run's status, counts, times and next event number. */
   readonly save: (run: RunRow) => Effect.Effect<void>
   /** Every job of the run, in declared order. */
@@ -51,10 +65,10 @@ export class RunsRepo extends Context.Service<RunsRepo, {
   /** Up to `limit` entries of the run's log after sequence number `after`, oldest first. */
   readonly events: (window: RunEventsWindow) => Effect.Effect<ReadonlyArray<RunEventRow>>
   /**
-   * Up to `limit` runs with a running job whose lease expired or whose timeout passed by `now`, locked until the
-   * transaction ends; runs another transaction holds are skipped (`for update skip locked`).
+   * Up to `limit` running jobs whose lease expired or whose timeout passed by `now`, by run and declared order, locked
+   * until the transaction ends; jobs another transaction holds are skipped (`for update skip locked`).
    */
-  readonly claimExpired: (request: ExpiredLeases) => Effect.Effect<ReadonlyArray<RunRow>>
+  readonly claimExpired: (request: ExpiredLeases) => Effect.Effect<ReadonlyArray<JobRow>>
 }>()("@cp/persistence/runs/RunsRepo") {
   static readonly memory = Layer.sync(RunsRepo, () => {
     const runs = new Map<string, RunRow>()
@@ -93,6 +107,34 @@ export class RunsRepo extends Context.Service<RunsRepo, {
             ),
             idPosition,
             page
+          )
+        ),
+      lockJob: ({ jobId, runId }) => Effect.sync(() => Option.fromUndefinedOr(jobs.get(jobKey(runId, jobId)))),
+      lockJobs: (runId) => Effect.sync(() => jobsOf(runId)),
+      advance: ({ canceledAt, delta, events: reserved, runId, startedAt }) =>
+        atomically((changes) =>
+          Effect.sync(() =>
+            Option.map(Option.fromUndefinedOr(runs.get(runId)), (run) => {
+              const moved = (status: keyof RunRow["jobCounts"]) => run.jobCounts[status] + delta[status]
+              const jobCounts = {
+                pending: moved("pending"),
+                running: moved("running"),
+                succeeded: moved("succeeded"),
+                failed: moved("failed"),
+                timed_out: moved("timed_out"),
+                memoized: moved("memoized"),
+                canceled: moved("canceled")
+              }
+              const next: RunRow = {
+                ...run,
+                jobCounts,
+                nextSeq: run.nextSeq + reserved,
+                startedAt: run.startedAt ?? startedAt,
+                canceledAt: run.canceledAt ?? canceledAt
+              }
+              changes.set(runs, run.id, next)
+              return next
+            })
           )
         ),
       save: (run) => atomically((changes) => Effect.sync(() => changes.set(runs, run.id, run))),
@@ -134,7 +176,9 @@ export class RunsRepo extends Context.Service<RunsRepo, {
         ),
       claimExpired: ({ limit, now }) =>
         Effect.sync(() =>
-          Array.from(runs.values()).filter((run) => jobsOf(run.id).some((job) => isExpired(job, now))).slice(0, limit)
+          Array.from(jobs.values()).filter((job) => isExpired(job, now))
+            .sort((a, b) => a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.position - b.position)
+            .slice(0, limit)
         )
     })
   })
@@ -184,6 +228,30 @@ export class RunsRepo extends Context.Service<RunsRepo, {
             ...(status === undefined ? [] : [sql`status = ${status}`]),
             ...(environmentId === undefined ? [] : [sql`environment_id = ${environmentId}`])
           ], window)),
+        lockJob: ({ jobId, runId }) =>
+          Effect.map(
+            jobRows(sql`select * from jobs where run_id = ${runId} and job_id = ${jobId} for update`),
+            (rows) => Option.fromUndefinedOr(rows[0])
+          ),
+        lockJobs: (runId) => jobRows(sql`select * from jobs where run_id = ${runId} order by position for update`),
+        // Each count moves by its delta on the row as it is when the lock is granted (an update re-reads a row another
+        // transaction changed meanwhile), so changes of different jobs committing in any order add up.
+        advance: ({ canceledAt, delta, events: reserved, runId, startedAt }) =>
+          firstRun(sql`
+            update runs set
+              job_counts = jsonb_build_object(
+                'pending', (job_counts ->> 'pending')::int + ${delta.pending},
+                'running', (job_counts ->> 'running')::int + ${delta.running},
+                'succeeded', (job_counts ->> 'succeeded')::int + ${delta.succeeded},
+                'failed', (job_counts ->> 'failed')::int + ${delta.failed},
+                'timed_out', (job_counts ->> 'timed_out')::int + ${delta.timed_out},
+                'memoized', (job_counts ->> 'memoized')::int + ${delta.memoized},
+                'canceled', (job_counts ->> 'canceled')::int + ${delta.canceled}),
+              next_seq = next_seq + ${reserved},
+              started_at = coalesce(started_at, ${startedAt}),
+              canceled_at = coalesce(canceled_at, ${canceledAt})
+            where id = ${runId}
+            returning *`),
         save: (run) =>
           Effect.orDie(sql`
             update runs set status = ${run.status}, job_counts = ${sql.json(run.jobCounts)}, next_seq = ${run.nextSeq},
@@ -233,11 +301,11 @@ export class RunsRepo extends Context.Service<RunsRepo, {
             decodeEvents
           )),
         claimExpired: ({ limit, now }) =>
-          runs(sql`
-            select * from runs where id in (
-              select run_id from jobs
-              where status = 'running' and (lease_expires_at <= ${now}
-                or (timeout_seconds is not null and started_at + timeout_seconds * interval '1 second' <= ${now})))
+          jobRows(sql`
+            select * from jobs
+            where status = 'running' and (lease_expires_at <= ${now}
+              or (timeout_seconds is not null and started_at + timeout_seconds * interval '1 second' <= ${now}))
+            order by run_id, position
             limit ${limit}
             for update skip locked`)
       })

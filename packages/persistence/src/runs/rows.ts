@@ -1,7 +1,7 @@
 /** The stored shapes of the run-state plane's runs area: runs, their jobs, and each run's event log. */
 import { OrgId, ProjectId } from "@cp/domain/ids"
 import { CliLink, LinkId } from "@cp/domain/links"
-import { Job, JobKey, Run, RunEvent, RunId, RunStatus } from "@cp/domain/runs"
+import { Job, JobCounts, JobKey, Run, RunEvent, RunId, RunStatus } from "@cp/domain/runs"
 import { Schema, Struct } from "effect"
 import { pageFields } from "../keyset.ts"
 import { storedFields } from "../stored.ts"
@@ -60,7 +60,25 @@ export type MemoKey = typeof MemoKey.Type
 export const RunEventsWindow = Schema.Struct({ runId: RunId, after: Schema.Int, limit: Schema.Int })
 export type RunEventsWindow = typeof RunEventsWindow.Type
 
-/** The lease sweep's claim: up to `limit` runs with a running job whose lease or timeout passed by `now`. */
+/** One job of one run. */
+export const JobOfRun = Schema.Struct({ runId: RunId, jobId: JobKey })
+export type JobOfRun = typeof JobOfRun.Type
+
+/**
+ * The run-row side of one change to its jobs (what `RunsRepo.advance` applies atomically, locking the run row until
+ * the transaction ends): how each job count moved, how many log entries the change appends, when the run started
+ * (kept if already set) and when it was canceled (likewise).
+ */
+export const RunAdvance = Schema.Struct({
+  runId: RunId,
+  delta: JobCounts,
+  events: Schema.Int,
+  startedAt: Schema.NullOr(Schema.Date),
+  canceledAt: Schema.NullOr(Schema.Date)
+})
+export type RunAdvance = typeof RunAdvance.Type
+
+/** The lease sweep's claim: up to `limit` running jobs whose lease or timeout passed by `now`. */
 export const ExpiredLeases = Schema.Struct({ now: Schema.Date, limit: Schema.Int })
 export type ExpiredLeases = typeof ExpiredLeases.Type
 

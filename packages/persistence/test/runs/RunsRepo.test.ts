@@ -161,7 +161,47 @@ describeContract("RunsRepo", Repos, (it, backend) => {
       assert.deepStrictEqual(canceled.map((row) => row.id), [second.id])
     }))
 
-  it.effect("claimExpired finds runs with a lapsed lease or timeout, and skips runs another transaction holds", () =>
+  it.effect("lockJob finds a job of the run; advance moves counts, reserves event numbers, starts and cancels", () =>
+    Effect.gen(function*() {
+      const runs = yield* RunsRepo
+      const tx = yield* Transactor
+      const { orgId, projectId } = yield* scope
+      const run = runRow(orgId, projectId, 12)
+      const jobs = [jobRow(run, "a", 0), jobRow(run, "b", 1)]
+      yield* runs.insert(run, jobs)
+      assert.deepStrictEqual(
+        yield* tx.withTransaction(runs.lockJob({ runId: run.id, jobId: jobKey("b") })),
+        Option.some(jobs[1])
+      )
+      assert.isTrue(Option.isNone(yield* tx.withTransaction(runs.lockJob({ runId: run.id, jobId: jobKey("z") }))))
+      assert.deepStrictEqual(yield* tx.withTransaction(runs.lockJobs(run.id)), jobs)
+      const delta = { pending: -1, running: 1, succeeded: 0, failed: 0, timed_out: 0, memoized: 0, canceled: 0 }
+      const started = yield* tx.withTransaction(
+        runs.advance({ runId: run.id, delta, events: 2, startedAt: at(13), canceledAt: null })
+      )
+      const expected: RunRow = {
+        ...run,
+        jobCounts: { ...run.jobCounts, pending: 1, running: 1 },
+        nextSeq: run.nextSeq + 2,
+        startedAt: at(13)
+      }
+      assert.deepStrictEqual(started, Option.some(expected))
+      // A second start and a cancel: the start time stays, the cancel time is set once.
+      const again = yield* tx.withTransaction(
+        runs.advance({ runId: run.id, delta, events: 0, startedAt: at(14), canceledAt: at(14) })
+      )
+      assert.deepStrictEqual(
+        again,
+        Option.some({ ...expected, jobCounts: { ...run.jobCounts, pending: 0, running: 2 }, canceledAt: at(14) })
+      )
+      assert.deepStrictEqual(yield* runs.find({ orgId, projectId, runId: run.id }), again)
+      const ghost = Schema.decodeSync(RunId)(ulid())
+      assert.isTrue(
+        Option.isNone(yield* runs.advance({ runId: ghost, delta, events: 1, startedAt: null, canceledAt: null }))
+      )
+    }))
+
+  it.effect("claimExpired finds jobs with a lapsed lease or timeout, by run and declared order", () =>
     Effect.gen(function*() {
       const runs = yield* RunsRepo
       const tx = yield* Transactor
@@ -176,18 +216,18 @@ describeContract("RunsRepo", Repos, (it, backend) => {
       yield* runs.insert(timeout, [
         jobRow(timeout, "slow", 0, { ...running, leaseExpiresAt: at(100), timeoutSeconds: 60 })
       ])
-      const mine = (rows: ReadonlyArray<RunRow>) =>
-        rows.filter((row) => row.projectId === projectId).map((row) => row.id)
+      const mine = (rows: ReadonlyArray<JobRow>) =>
+        rows.filter((row) => row.projectId === projectId).map((row) => `${row.runId}/${row.jobId}`)
       assert.deepStrictEqual(mine(yield* tx.withTransaction(runs.claimExpired({ now: at(7.5), limit: 100 }))), [])
       assert.deepStrictEqual(
-        mine(yield* tx.withTransaction(runs.claimExpired({ now: at(8), limit: 100 }))).sort(),
-        [run.id, timeout.id].sort()
+        mine(yield* tx.withTransaction(runs.claimExpired({ now: at(8), limit: 100 }))),
+        [`${run.id}/lease`, `${timeout.id}/slow`]
       )
     }))
 
   // Two connections are needed to hold a lock while another transaction looks: PostgreSQL only.
   if (backend === "postgres") {
-    it.effect("claimExpired skips a run another transaction holds (for update skip locked)", () =>
+    it.effect("claimExpired skips a job another transaction holds (for update skip locked)", () =>
       Effect.gen(function*() {
         const runs = yield* RunsRepo
         const tx = yield* Transactor
@@ -196,7 +236,7 @@ describeContract("RunsRepo", Repos, (it, backend) => {
         yield* runs.insert(run, [
           jobRow(run, "a", 0, { status: "running", attempt: 1, leaseEpoch: 1, leaseExpiresAt: at(10) })
         ])
-        const mine = (rows: ReadonlyArray<RunRow>) => rows.filter((row) => row.id === run.id).map((row) => row.id)
+        const mine = (rows: ReadonlyArray<JobRow>) => rows.filter((row) => row.runId === run.id).map((row) => row.runId)
         const held = yield* Deferred.make<void>()
         const release = yield* Deferred.make<void>()
         const holder = yield* tx.withTransaction(Effect.gen(function*() {
@@ -209,6 +249,42 @@ describeContract("RunsRepo", Repos, (it, backend) => {
         assert.deepStrictEqual(mine(yield* tx.withTransaction(runs.claimExpired({ now: at(11), limit: 100 }))), [])
         yield* Deferred.succeed(release, undefined)
         assert.deepStrictEqual(yield* Fiber.join(holder), [run.id])
+      }))
+
+    it.effect("advance waits for a run row another change holds and adds its delta to that change's", () =>
+      Effect.gen(function*() {
+        const runs = yield* RunsRepo
+        const tx = yield* Transactor
+        const { orgId, projectId } = yield* scope
+        const run = runRow(orgId, projectId, 15)
+        yield* runs.insert(run, [jobRow(run, "a", 0), jobRow(run, "b", 1)])
+        const delta = { pending: -1, running: 1, succeeded: 0, failed: 0, timed_out: 0, memoized: 0, canceled: 0 }
+        const held = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const holder = yield* tx.withTransaction(Effect.gen(function*() {
+          const first = yield* runs.advance({ runId: run.id, delta, events: 1, startedAt: at(16), canceledAt: null })
+          yield* Deferred.succeed(held, undefined)
+          yield* Deferred.await(release)
+          return first
+        })).pipe(Effect.forkChild)
+        yield* Deferred.await(held)
+        const waiter = yield* tx.withTransaction(
+          runs.advance({ runId: run.id, delta, events: 2, startedAt: at(17), canceledAt: null })
+        ).pipe(Effect.forkChild)
+        // Real time (not the test clock) for the waiter to reach the held row.
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(holder)
+        const second = yield* Fiber.join(waiter)
+        // The waiting update saw the holder's committed row: both deltas, three event numbers, the first start.
+        assert.deepStrictEqual(
+          Option.map(second, (row) => ({ counts: row.jobCounts, nextSeq: row.nextSeq, startedAt: row.startedAt })),
+          Option.some({
+            counts: { ...run.jobCounts, pending: 0, running: 2 },
+            nextSeq: run.nextSeq + 3,
+            startedAt: at(16)
+          })
+        )
       }))
   }
 })

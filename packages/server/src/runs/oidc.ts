@@ -3,7 +3,8 @@
  * trusted issuer's JWKS (`CI_OIDC_ISSUERS`, plus the simulator issuer under `/dev/oidc` in development and test),
  * whose `repository` names an OIDC-enabled link of the project, whose `ref` matches the link's pattern and whose
  * `environment` (if any) the link allows, becomes a workflow bearer token of at most 15 minutes. Every refusal is 401
- * `unauthenticated` with `details.reason`.
+ * `unauthenticated` with `details.reason`; a remote issuer whose key set cannot be fetched (unreachable, timed out,
+ * not 200, not a key set) is 502 `provider_unavailable`, since nothing is known about the token then.
  */
 import {
   type Actor,
@@ -11,6 +12,7 @@ import {
   NotFound,
   type OidcExchangeInput,
   type OidcRefusal,
+  ProviderUnavailable,
   Unauthenticated,
   wireError,
   type WorkflowCredential
@@ -39,7 +41,24 @@ import { globMatches } from "./rules.ts"
 /** A workflow credential lives at most this long (and never past the JWT's `exp`). */
 export const WORKFLOW_TOKEN_MAX_MS = 15 * 60 * 1000
 
+/**
+ * How soon a token naming a key id the cached key set lacks may fetch a remote issuer's key set again (jose's
+ * `cooldownDuration`; its default is 30 s): a rotated key is admitted within a second of the issuer publishing it,
+ * while tokens with made-up key ids cost the issuer at most one fetch a second per process.
+ */
+export const JWKS_COOLDOWN_MS = 1000
+/** How long a key set fetch may take before the exchange answers 502. */
+export const JWKS_TIMEOUT_MS = 5000
+
 const refused = (reason: OidcRefusal, message: string) => wireError(Unauthenticated, message, { reason })
+
+/**
+ * Whether jose failed fetching the key set rather than verifying the token: a timeout, a network error (not a
+ * `JOSEError`), a non-200 or non-JSON answer (the generic `JOSEError`), or a document that is not a key set.
+ */
+const keySetUnavailable = (error: unknown): boolean =>
+  error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid ||
+  !(error instanceof errors.JOSEError) || error.code === errors.JOSEError.code
 
 type Verifier = Parameters<typeof jwtVerify>[1]
 
@@ -49,7 +68,9 @@ const claimString = (payload: JWTPayload, name: string): string | undefined => {
 }
 
 export class WorkflowCredentials extends Context.Service<WorkflowCredentials, {
-  readonly exchange: (input: OidcExchangeInput) => Effect.Effect<WorkflowCredential, Unauthenticated>
+  readonly exchange: (
+    input: OidcExchangeInput
+  ) => Effect.Effect<WorkflowCredential, Unauthenticated | ProviderUnavailable>
   /** The simulator issuer's public keys (404 outside development and test). */
   readonly devJwks: Effect.Effect<JSONWebKeySet, NotFound>
   /** A JWT from the simulator issuer with `iss`, `aud`, `iat`, `nbf`, `exp` filled in unless given. */
@@ -89,7 +110,13 @@ export class WorkflowCredentials extends Context.Service<WorkflowCredentials, {
         : undefined
 
       const issuers: ReadonlyArray<{ readonly issuer: OidcIssuer; readonly verifier: Verifier }> = [
-        ...config.ciOidcIssuers.map((issuer) => ({ issuer, verifier: createRemoteJWKSet(new URL(issuer.jwksUrl)) })),
+        ...config.ciOidcIssuers.map((issuer) => ({
+          issuer,
+          verifier: createRemoteJWKSet(new URL(issuer.jwksUrl), {
+            cooldownDuration: JWKS_COOLDOWN_MS,
+            timeoutDuration: JWKS_TIMEOUT_MS
+          })
+        })),
         ...(dev === undefined ? [] : [{ issuer: dev.issuer, verifier: dev.verifier }])
       ]
 
@@ -101,7 +128,11 @@ export class WorkflowCredentials extends Context.Service<WorkflowCredentials, {
               audience: trusted.issuer.audience
             }),
           catch: (error) =>
-            error instanceof errors.JWTExpired
+            keySetUnavailable(error)
+              ? wireError(ProviderUnavailable, "The issuer's key set could not be fetched", {
+                issuer: trusted.issuer.issuer
+              })
+              : error instanceof errors.JWTExpired
               ? refused("expired", "The token has expired")
               : error instanceof errors.JWTClaimValidationFailed && error.claim === "nbf"
               ? refused("expired", "The token is not valid yet")

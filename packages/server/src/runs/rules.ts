@@ -1,6 +1,7 @@
 /**
  * The pure rules of runs and jobs (run-state.md §2): graph validation, which jobs can run, the run's status from its
- * jobs, and what happens to a job whose lease or timeout has passed. The service calls these with the run locked.
+ * jobs, and what happens to a job whose lease or timeout has passed. The service calls these with the jobs it
+ * changes locked, and decides the run's status with the run row locked.
  */
 import type { JobCounts, JobInput, JobKey, JobStatus, RunStatus } from "@cp/domain"
 import type { JobRow, RunRow } from "@cp/persistence"

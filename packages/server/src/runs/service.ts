@@ -1,9 +1,11 @@
 /**
  * Runs and jobs (run-state.md §2): idempotent create by the client's run ULID, reads, claims with every answer in the
  * spec's order, epoch-fenced heartbeats and completes, cancel, and the run's own event log. Every change happens in one
- * transaction that first locks the run row, then settles lapsed leases (a request that meets an expired lease treats
- * it as the sweep would), checks, and writes; so runners racing for one job from any replica see exactly one winner.
- * Run creation, cancellation and finish also go to the workspace event log.
+ * transaction that first locks the job rows it changes (one job for a lease call, every job for a cancel), settles
+ * lapsed leases among them (a request that meets an expired lease treats it as the sweep would), checks, writes the
+ * jobs and, last, advances the run row (counts and event numbers, then its status from them). Runners racing for one
+ * job from any replica see exactly one winner; runners on different jobs of one run wait on each other only for that
+ * last update and the commit. Run creation, cancellation and finish also go to the workspace event log.
  */
 import {
   type Actor,
@@ -58,6 +60,7 @@ import { findProject } from "../projects/scope.ts"
 import {
   blockedJobs,
   countJobs,
+  emptyCounts,
   graphProblems,
   hasLapsed,
   lapseReason,
@@ -125,27 +128,42 @@ const createdByOf = (actor: Actor) => {
   return { id: actorId, kind: actorType }
 }
 
+/** A run-log entry before the run row hands out its sequence number. */
+type PendingEvent = Omit<RunEventRow, "runId" | "seq">
+
 /**
- * A run locked for one change: its jobs as loaded (all of them, or only the job a lease call names and its
- * dependencies), the job counts kept up to date with every change, the changes made so far, and the events to append.
+ * One change to a run: the run as read when it began (not locked; after `commit`, the run as stored), the jobs it
+ * locked (and, for a claim, that job's dependencies as read), how the job counts moved, the jobs changed, the events
+ * to append, and whether it starts or cancels the run.
  */
 interface Working {
   run: RunRow
   readonly jobs: Map<string, JobRow>
-  /** Whether `jobs` holds every job of the run. */
-  readonly full: boolean
-  readonly counts: { -readonly [K in keyof JobCounts]: number }
+  readonly delta: { -readonly [K in keyof JobCounts]: number }
   readonly changed: Set<string>
-  readonly events: Array<RunEventRow>
+  readonly events: Array<PendingEvent>
+  started: boolean
+  canceled: boolean
   readonly now: Date
 }
+
+const workingOn = (run: RunRow, now: Date, locked: ReadonlyArray<JobRow>): Working => ({
+  run,
+  jobs: new Map(locked.map((job) => [job.jobId, job])),
+  delta: emptyCounts(),
+  changed: new Set(),
+  events: [],
+  started: false,
+  canceled: false,
+  now
+})
 
 const jobsOf = (working: Working): ReadonlyArray<JobRow> => Array.from(working.jobs.values())
 
 const setJob = (working: Working, job: JobRow) => {
   const previous = working.jobs.get(job.jobId)
-  if (previous !== undefined) working.counts[previous.status]--
-  working.counts[job.status]++
+  if (previous !== undefined) working.delta[previous.status]--
+  working.delta[job.status]++
   working.jobs.set(job.jobId, job)
   working.changed.add(job.jobId)
 }
@@ -157,8 +175,6 @@ const logEvent = (
   data: Record<string, Schema.Json> = {}
 ) => {
   working.events.push({
-    runId: working.run.id,
-    seq: working.run.nextSeq + working.events.length,
     type,
     jobId: job?.jobId ?? null,
     attempt: job?.attempt ?? null,
@@ -168,7 +184,15 @@ const logEvent = (
   })
 }
 
-/** Lapsed leases and timeouts become `timed_out` (what the sweep does, and any request meeting one first). */
+/** Whether the change touches the run row: counts moved, events to log, or the run starts or is canceled. */
+const movesRun = (working: Working): boolean =>
+  working.events.length > 0 || working.started || working.canceled ||
+  Object.values(working.delta).some((moved) => moved !== 0)
+
+/**
+ * Lapsed leases and timeouts become `timed_out` (what the sweep does, and any request meeting one first). Call it
+ * while `working.jobs` holds only locked jobs.
+ */
 const settleLapsed = (working: Working) => {
   for (const job of jobsOf(working)) {
     if (!hasLapsed(job, working.now)) continue
@@ -229,8 +253,8 @@ export class RunsService extends Context.Service<RunsService, {
     input: CancelInput
   ) => Effect.Effect<{ readonly run: Run }, NotFound | RunTerminal>
   /**
-   * Inside a transaction, with the run locked: the job of the run if `fence` holds a live lease on it (lapsed leases
-   * are settled first), else `lease_lost`. What logs, secrets and output secrets check.
+   * Inside a transaction: the job of the run, locked until it ends, if `fence` holds a live lease on it (a lapsed
+   * lease is settled first), else `lease_lost`. What logs, secrets and output secrets check.
    */
   readonly requireLease: (
     key: RunKey,
@@ -269,95 +293,104 @@ export class RunsService extends Context.Service<RunsService, {
         })
 
       /**
-       * Loads the locked run and its jobs (with `focus`, only that job and its dependencies: a lease call touches no
-       * other), with lapsed leases among them settled.
+       * A lease call's change: the run (not locked), the job it names locked, its lapsed lease settled, and with
+       * `withDeps` the job's dependencies as they are now (a dependency that succeeded or was memoized stays so, so
+       * reading them unlocked is enough to let a claim through).
        */
-      const open = Effect.fnUntraced(function*(key: RunKey, focus?: JobKey) {
-        const run = yield* runs.lock(key).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(runNotFound(key.runId)), onSome: Effect.succeed }))
-        )
+      const openJob = Effect.fnUntraced(function*(key: RunKey, jobId: JobKey, withDeps: boolean) {
+        const run = yield* findRun(key)
         const now = yield* currentDate
-        let loaded: ReadonlyArray<JobRow>
-        if (focus === undefined) {
-          loaded = yield* runs.jobs(run.id)
-        } else {
-          const named = yield* runs.jobsNamed({ runId: run.id, jobIds: [focus] })
-          const deps = named[0]?.dependsOn ?? []
-          loaded = deps.length === 0 ? named : [...named, ...(yield* runs.jobsNamed({ runId: run.id, jobIds: deps }))]
+        const locked = Option.toArray(yield* runs.lockJob({ runId: run.id, jobId }))
+        const working = workingOn(run, now, locked)
+        settleLapsed(working)
+        const deps = withDeps ? locked[0]?.dependsOn ?? [] : []
+        if (deps.length > 0) {
+          for (const dep of yield* runs.jobsNamed({ runId: run.id, jobIds: deps })) working.jobs.set(dep.jobId, dep)
         }
-        const working: Working = {
-          run,
-          jobs: new Map(loaded.map((job) => [job.jobId, job])),
-          full: focus === undefined,
-          counts: { ...(focus === undefined ? countJobs(loaded) : run.jobCounts) },
-          changed: new Set(),
-          events: [],
-          now
-        }
+        return working
+      })
+
+      /** A whole-run change (cancel): the run (not locked) and every job of it locked, lapsed leases settled. */
+      const openRun = Effect.fnUntraced(function*(key: RunKey) {
+        const run = yield* findRun(key)
+        const working = workingOn(run, yield* currentDate, yield* runs.lockJobs(run.id))
         settleLapsed(working)
         return working
       })
 
       /**
-       * The run's status after the change: from the counts when they decide it (canceled, all done, something
-       * running), else from the whole graph (what can still run), read now if only part of it was loaded.
+       * The status of the run just advanced (locked, its counts current): from the counts when they decide it
+       * (canceled, all done, something running), else from the whole graph as it now is (what can still run).
        */
-      const statusAfter = Effect.fnUntraced(function*(working: Working) {
-        const { counts, run } = working
+      const statusOf = Effect.fnUntraced(function*(run: RunRow) {
+        const counts = run.jobCounts
         const total = Object.values(counts).reduce((sum, n) => sum + n, 0)
         if (run.canceledAt !== null) return "canceled" as const
         if (counts.succeeded + counts.memoized === total) return "succeeded" as const
         if (counts.running > 0) return "running" as const
-        if (working.full) return runStatusOf(run, jobsOf(working))
-        const all = new Map((yield* runs.jobs(run.id)).map((job) => [job.jobId, job]))
-        for (const job of working.jobs.values()) all.set(job.jobId, job)
-        return runStatusOf(run, Array.from(all.values()))
+        return runStatusOf(run, yield* runs.jobs(run.id))
       })
 
-      /** Recomputes the run from its jobs, writes what changed, and records a finish on both logs. */
+      /**
+       * Writes the changed jobs, then advances the run row (locking it only from here to the commit): counts moved,
+       * event numbers reserved, status decided from what is now committed plus this change (the last change to take
+       * the run row sees every other), its events appended, and a finish recorded on both logs. A change that leaves
+       * the run row alone (a heartbeat) does not touch it.
+       */
       const commit = Effect.fnUntraced(function*(working: Working, actor: EventActor) {
-        const before = working.run.status
-        const jobs = jobsOf(working)
-        const status = yield* statusAfter(working)
-        const finished = (status === "succeeded" || status === "failed") && before !== status
-        const run: RunRow = {
-          ...working.run,
-          status,
-          jobCounts: { ...working.counts },
-          finishedAt: status === "running" || status === "queued"
-            ? null
-            : finished
-            ? working.now
-            : working.run.finishedAt
-        }
-        working.run = run
-        if (finished) logEvent(working, "state.run.finished", null, { status })
-        const changedJobs = jobs.filter((job) => working.changed.has(job.jobId))
-        if (changedJobs.length === 0 && working.events.length === 0 && run.status === before) {
-          working.run = { ...run, jobCounts: working.run.jobCounts }
-          return working.run
-        }
-        const saved: RunRow = { ...run, nextSeq: run.nextSeq + working.events.length }
+        const changedJobs = jobsOf(working).filter((job) => working.changed.has(job.jobId))
         yield* runs.saveJobs(changedJobs)
-        yield* runs.appendEvents(working.events)
-        yield* runs.save(saved)
+        if (!movesRun(working)) return working.run
+        const { now } = working
+        const advanced = yield* runs.advance({
+          runId: working.run.id,
+          delta: { ...working.delta },
+          events: working.events.length,
+          startedAt: working.started ? now : null,
+          canceledAt: working.canceled ? now : null
+        })
+        if (Option.isNone(advanced)) return yield* runNotFound(working.run.id)
+        const run = advanced.value
+        const status = yield* statusOf(run)
+        const finished = (status === "succeeded" || status === "failed") && run.status !== status
+        const finishedAt = status === "running" || status === "queued"
+          ? null
+          : finished
+          ? now
+          : run.finishedAt ?? now
+        const base = run.nextSeq - working.events.length
+        const rows: Array<RunEventRow> = working.events.map((event, i) => ({ ...event, runId: run.id, seq: base + i }))
+        if (finished) {
+          rows.push({
+            runId: run.id,
+            seq: run.nextSeq,
+            type: "state.run.finished",
+            jobId: null,
+            attempt: null,
+            runnerId: null,
+            at: now,
+            data: { status }
+          })
+        }
+        const saved: RunRow = { ...run, status, finishedAt, nextSeq: run.nextSeq + (finished ? 1 : 0) }
+        if (status !== run.status || finishedAt?.getTime() !== run.finishedAt?.getTime()) yield* runs.save(saved)
+        yield* runs.appendEvents(rows)
         working.run = saved
         if (finished) yield* recordRun(actor, saved, "run.finished", { status, jobCounts: { ...saved.jobCounts } })
         return saved
       })
 
       /**
-       * One change to a run: locked, settled, `change` applied, committed. A failing check still commits what
-       * settling changed (lapsed leases stay timed out), then fails.
+       * One change to a run: opened (its jobs locked and settled), `body` applied, committed. A failing check still
+       * commits what settling changed (lapsed leases stay timed out), then fails.
        */
       const change = <A, E>(
-        key: RunKey,
+        opened: Effect.Effect<Working, NotFound>,
         actor: EventActor,
-        body: (working: Working) => Effect.Effect<A, E>,
-        focus?: JobKey
+        body: (working: Working) => Effect.Effect<A, E>
       ): Effect.Effect<A, E | NotFound> =>
         tx.withTransaction(Effect.gen(function*() {
-          const working = yield* open(key, focus)
+          const working = yield* opened
           const outcome = yield* Effect.result(body(working))
           yield* commit(working, actor)
           return outcome
@@ -538,7 +571,7 @@ export class RunsService extends Context.Service<RunsService, {
         }),
 
         claim: Effect.fn("Runs.claim")(function*(actor, key, jobId, input) {
-          return yield* change(key, eventActorOf(actor), (working) =>
+          return yield* change(openJob(key, jobId, true), eventActorOf(actor), (working) =>
             Effect.gen(function*() {
               const { now, run } = working
               if (run.canceledAt !== null) {
@@ -607,29 +640,33 @@ export class RunsService extends Context.Service<RunsService, {
               }
               setJob(working, claimed)
               logEvent(working, "state.job.claimed", claimed, { leaseSeconds })
-              if (working.run.startedAt === null) working.run = { ...working.run, startedAt: now }
+              working.started = true
               return { ok: true, job: toJob(claimed), lease: leaseOf(claimed) } satisfies ClaimResult
-            }), jobId)
+            }))
         }),
 
         heartbeat: Effect.fn("Runs.heartbeat")(function*(key, jobId, input) {
-          return yield* change(key, { actorType: "system", actorId: "system" }, (working) =>
-            Effect.gen(function*() {
-              const job = yield* fenced(working, jobId, input)
-              const leaseSeconds = input.leaseSeconds ?? job.leaseSeconds ?? DEFAULT_LEASE_SECONDS
-              const extended: JobRow = {
-                ...job,
-                leaseSeconds,
-                leaseExpiresAt: new Date(working.now.getTime() + leaseSeconds * 1000),
-                updatedAt: working.now
-              }
-              setJob(working, extended)
-              return { lease: leaseOf(extended) }
-            }), jobId)
+          return yield* change(
+            openJob(key, jobId, false),
+            { actorType: "system", actorId: "system" },
+            (working) =>
+              Effect.gen(function*() {
+                const job = yield* fenced(working, jobId, input)
+                const leaseSeconds = input.leaseSeconds ?? job.leaseSeconds ?? DEFAULT_LEASE_SECONDS
+                const extended: JobRow = {
+                  ...job,
+                  leaseSeconds,
+                  leaseExpiresAt: new Date(working.now.getTime() + leaseSeconds * 1000),
+                  updatedAt: working.now
+                }
+                setJob(working, extended)
+                return { lease: leaseOf(extended) }
+              })
+          )
         }),
 
         complete: Effect.fn("Runs.complete")(function*(actor, key, jobId, input) {
-          return yield* change(key, eventActorOf(actor), (working) =>
+          return yield* change(openJob(key, jobId, false), eventActorOf(actor), (working) =>
             Effect.gen(function*() {
               const job = yield* fenced(working, jobId, input)
               const done: JobRow = {
@@ -650,12 +687,12 @@ export class RunsService extends Context.Service<RunsService, {
                 { exitCode: done.exitCode }
               )
               return { job: toJob(done) }
-            }), jobId)
+            }))
         }),
 
         cancel: Effect.fn("Runs.cancel")(function*(actor, key, input) {
           const eventActor = eventActorOf(actor)
-          return yield* change(key, eventActor, (working) =>
+          return yield* change(openRun(key), eventActor, (working) =>
             Effect.gen(function*() {
               const { now, run } = working
               const status = runStatusOf(run, jobsOf(working))
@@ -676,15 +713,15 @@ export class RunsService extends Context.Service<RunsService, {
               }
               const reason = input.reason ?? null
               logEvent(working, "state.run.canceled", null, { reason })
-              working.run = { ...run, canceledAt: now, finishedAt: now }
-              yield* recordRun(eventActor, working.run, "run.canceled", { reason })
+              working.canceled = true
+              yield* recordRun(eventActor, run, "run.canceled", { reason })
               return working
             })).pipe(Effect.map((working) => ({ run: toRun(working.run) })))
         }),
 
         requireLease: (key, jobId, fence) =>
           Effect.gen(function*() {
-            const working = yield* open(key, jobId)
+            const working = yield* openJob(key, jobId, false)
             yield* commit(working, { actorType: "system", actorId: "system" })
             const job = yield* fenced(working, jobId, fence)
             return { run: working.run, job }
@@ -694,21 +731,22 @@ export class RunsService extends Context.Service<RunsService, {
           tx.withTransaction(Effect.gen(function*() {
             const now = yield* currentDate
             const claimed = yield* runs.claimExpired({ now, limit })
+            // By run (the claim comes in run order), so run rows are locked in one order.
+            const byRun = new Map<string, Array<JobRow>>()
+            for (const job of claimed) byRun.set(job.runId, [...(byRun.get(job.runId) ?? []), job])
             let settled = 0
-            for (const run of claimed) {
-              const all = yield* runs.jobs(run.id)
-              const working: Working = {
-                run,
-                jobs: new Map(all.map((job) => [job.jobId, job])),
-                full: true,
-                counts: { ...countJobs(all) },
-                changed: new Set(),
-                events: [],
-                now
-              }
+            for (const jobs of byRun.values()) {
+              const first = jobs[0]
+              if (first === undefined) continue
+              const run = yield* runs.find({ orgId: first.orgId, projectId: first.projectId, runId: first.runId })
+              if (Option.isNone(run)) continue
+              const working = workingOn(run.value, now, jobs)
               settleLapsed(working)
               settled += working.changed.size
-              yield* commit(working, { actorType: "system", actorId: "system" })
+              // Jobs reference their run, so it is there; a run gone anyway leaves nothing to settle.
+              yield* commit(working, { actorType: "system", actorId: "system" }).pipe(
+                Effect.catch(() => Effect.void)
+              )
             }
             return settled
           }))

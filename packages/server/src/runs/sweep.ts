@@ -1,13 +1,13 @@
 /**
  * The lease sweep (run-state.md §2 "Lease expiry"): marks `timed_out` every running job whose lease expired or that
- * ran past its `timeoutSeconds`. Each batch is one short transaction claiming runs with `for update skip locked`, so
- * replicas sweeping together settle every lapsed job exactly once; a request meeting a lapsed lease first settles it
- * the same way.
+ * ran past its `timeoutSeconds`. Each batch is one short transaction claiming lapsed jobs with `for update skip
+ * locked`, so replicas sweeping together settle every lapsed job exactly once; a request meeting a lapsed lease first
+ * settles it the same way.
  */
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { RunsService } from "./service.ts"
 
-/** Runs claimed per transaction. */
+/** Lapsed jobs claimed per transaction. */
 export const LEASE_SWEEP_BATCH = 50
 /** How often each replica sweeps: leases are 10 to 600 seconds long. */
 export const LEASE_SWEEP_INTERVAL = Duration.seconds(5)
