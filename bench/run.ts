@@ -33,6 +33,7 @@ import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
+import { CLK_TCK, cpuTicks } from "./proc.ts"
 import { formatSummary, readProfile, summarize, type Window } from "./profile.ts"
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -73,14 +74,6 @@ const SERVER_NODE_FLAGS: ReadonlyArray<string> = await (async () => {
     throw new Error("package.json: the start script does not run node packages/server/src/main.ts")
   }
   return flags.split(/\s+/).filter((flag) => flag !== "")
-})()
-
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100
-  } catch {
-    return 100
-  }
 })()
 
 /** Tells the runs of one invocation apart in emails and database names. */
@@ -228,14 +221,6 @@ const waitForHealth = async (child: Child, base: string): Promise<void> => {
     await sleep(100)
   }
   throw new Error(`${child.label} was not healthy after ${STARTUP_TIMEOUT_MS / 1000} s:\n${child.logTail()}`)
-}
-
-/** utime + stime of the whole process (every thread), in clock ticks. */
-const cpuTicks = async (pid: number): Promise<number> => {
-  const text = await readFile(`/proc/${pid}/stat`, "utf8")
-  // Fields after the parenthesised command name: state is field 3, utime field 14, stime field 15.
-  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
-  return Number(fields[11]) + Number(fields[12])
 }
 
 const statusKb = async (pid: number, key: "VmRSS" | "VmHWM"): Promise<number> => {

@@ -6,7 +6,8 @@
  * `NODE_EXTRA_CA_CERTS`), and measures:
  *
  * 1. Throughput: `BENCH_WEBHOOK_BACKLOG` (default 20,000) delivery attempts written straight into the outbox at once,
- *    then the time until the receiver has them all: deliveries per second of one process.
+ *    then the time until the receiver has them all: deliveries per second of one process, and the server process's
+ *    CPU time (/proc utime + stime) per delivery, which a loaded machine moves far less than the rate.
  * 2. Latency: `BENCH_WEBHOOK_EVENTS` (default 2,000) events written through the API (`POST …/teams`, 8 at a time), and
  *    for each the time from the event's `occurred_at` (stamped in its transaction) to its receipt: p50, p99, max.
  *
@@ -28,6 +29,7 @@ import { ok } from "../test/support/envelope.ts"
 import { makeTestCa } from "../test/support/httpsReceiver.ts"
 import { call } from "../test/support/server.ts"
 import { signIn } from "../test/support/session.ts"
+import { CLK_TCK, cpuTicks } from "./proc.ts"
 
 const ADMIN_URL = process.env["BENCH_DATABASE_URL"] ?? process.env["DATABASE_URL"] ??
   "postgres://postgres@127.0.0.1:5432/test"
@@ -122,6 +124,8 @@ const main = async () => {
       })
 
     // 1. Throughput: a backlog written straight into the outbox, drained by the one process.
+    const pid = server.pid ?? 0
+    const cpuBefore = await cpuTicks(pid)
     const started = Date.now()
     await db.query(
       `insert into webhook_deliveries (id, org_id, endpoint_id, subscription_id, event_id, event_type, status,
@@ -137,6 +141,7 @@ const main = async () => {
     await db.query(`select pg_notify('webhook_deliveries', '')`)
     await until(BACKLOG)
     const seconds = (Date.now() - started) / 1000
+    const cpuUsPerDelivery = ((await cpuTicks(pid)) - cpuBefore) / CLK_TCK * 1e6 / BACKLOG
     const backlogHandshakes = handshakes
 
     // 2. Latency: events through the API, each timed from its occurred_at to its receipt.
@@ -166,7 +171,9 @@ const main = async () => {
     console.log(
       `  throughput: ${BACKLOG} deliveries in ${seconds.toFixed(2)} s = ${
         (BACKLOG / seconds).toFixed(0)
-      } deliveries/s per process (${backlogHandshakes} TLS handshakes)`
+      } deliveries/s per process, server CPU ${
+        cpuUsPerDelivery.toFixed(0)
+      } µs per delivery (${backlogHandshakes} TLS handshakes)`
     )
     console.log(
       `  event write -> receipt over ${latencies.length} API events: p50 ${percentile(latencies, 0.5)} ms, ` +

@@ -96,33 +96,30 @@ export class ChallengesRepo extends Context.Service<ChallengesRepo, {
       const sql = yield* SqlClient.SqlClient
       return ChallengesRepo.of({
         insert: insertRow(sql, "login_challenges", ChallengeRow),
-        insertWithEvent: flow(
-          SqlSchema.void({
-            Request: ChallengeWithEvent,
-            // Every sign-in start runs it: constant statement text (the driver keys prepared statements by it).
-            execute: ({ challenge: c, event: e }) =>
-              sql.unsafe(challengeWithEventSql, [
-                c.id,
-                c.email,
-                c.codeHash,
-                c.expiresAt,
-                c.failedAttempts,
-                c.consumedAt,
-                c.createdAt,
-                e.id,
-                e.userId,
-                e.email,
-                e.eventType,
-                e.outcome,
-                e.occurredAt,
-                e.requestId,
-                e.ip,
-                e.userAgent,
-                e.metadata
-              ])
-          }),
-          uniqueViolationOrDie
-        ),
+        // Every sign-in start runs it: constant statement text (the driver keys prepared statements by it), and the
+        // typed row goes out as it is, with no per-call schema encode (its only encoding is the metadata's JSON text).
+        insertWithEvent: ({ challenge: c, event: e }) =>
+          uniqueViolationOrDie(Effect.asVoid(
+            sql.unsafe(challengeWithEventSql, [
+              c.id,
+              c.email,
+              c.codeHash,
+              c.expiresAt,
+              c.failedAttempts,
+              c.consumedAt,
+              c.createdAt,
+              e.id,
+              e.userId,
+              e.email,
+              e.eventType,
+              e.outcome,
+              e.occurredAt,
+              e.requestId,
+              e.ip,
+              e.userAgent,
+              JSON.stringify(e.metadata)
+            ]).withoutTransform
+          )),
         findById: flow(
           SqlSchema.findOneOption({
             Request: ChallengeId,

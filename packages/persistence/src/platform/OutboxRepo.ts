@@ -58,23 +58,20 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
       const sql = yield* PgClient.PgClient
 
       return OutboxRepo.of({
-        insert: flow(
-          SqlSchema.void({
-            Request: OutboxMessage,
-            // Every sign-in start keeps its mail: constant statement text (the driver keys prepared statements by it).
-            execute: (m) =>
-              sql.unsafe(insertMailSql, [
-                m.id,
-                m.to,
-                m.template,
-                m.subject,
-                m.text,
-                JSON.stringify(m.data),
-                m.createdAt
-              ])
-          }),
-          uniqueViolationOrDie
-        ),
+        // Every sign-in start keeps its mail: constant statement text (the driver keys prepared statements by it), and
+        // the typed message goes out as it is, with no per-call schema encode (its data as JSON text).
+        insert: (m) =>
+          uniqueViolationOrDie(Effect.asVoid(
+            sql.unsafe(insertMailSql, [
+              m.id,
+              m.to,
+              m.template,
+              m.subject,
+              m.text,
+              JSON.stringify(m.data),
+              m.createdAt
+            ]).withoutTransform
+          )),
         list: flow(
           SqlSchema.findAll({
             Request: ListRequest,

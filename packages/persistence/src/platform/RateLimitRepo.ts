@@ -1,6 +1,6 @@
 /** Fixed-window request counters shared by every replica through the database. */
 import { Array as Arr, Context, Data, Effect, Layer, Schema } from "effect"
-import { SqlClient, SqlSchema } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import { atomically } from "../Memory.ts"
 import { chargeBucketSql } from "../signInStatements.ts"
 import { retryUntilAnswered } from "./retryUntilAnswered.ts"
@@ -51,13 +51,13 @@ export class RateLimitRepo extends Context.Service<RateLimitRepo, {
       const sql = yield* SqlClient.SqlClient
 
       // Every sign-in start charges a bucket: constant statement text with positional parameters and no per-row name
-      // transform (see `chargeBucketSql`), like the other hot statements.
-      const charge = SqlSchema.findAll({
-        Request: ChargeRequest,
-        Result: ChargeRow,
-        execute: (r) => sql.unsafe(chargeBucketSql, [r.key, r.now, r.openedBefore, r.limit]).withoutTransform
-      })
-
+      // transform (see `chargeBucketSql`), like the other hot statements. The typed request goes out as it is (no
+      // per-call schema encode); the row that comes back is decoded.
+      const charge = (r: ChargeRequest) =>
+        Effect.flatMap(
+          sql.unsafe(chargeBucketSql, [r.key, r.now, r.openedBefore, r.limit]).withoutTransform,
+          decodeChargeRows
+        )
       const hit = (request: RateLimitBucket & { readonly now: Date }) =>
         Effect.map(
           retryUntilAnswered(
@@ -92,14 +92,16 @@ export class RateLimitRepo extends Context.Service<RateLimitRepo, {
   )
 }
 
-const ChargeRequest = Schema.Struct({
-  key: Schema.String,
-  limit: Schema.Int,
-  now: Schema.Date,
-  openedBefore: Schema.Date
-})
+/** One charge: the bucket's key and limit, the request's instant, and the instant a window has closed at or before. */
+interface ChargeRequest {
+  readonly key: string
+  readonly limit: number
+  readonly now: Date
+  readonly openedBefore: Date
+}
 
 const ChargeRow = Schema.Struct({ allowed: Schema.Boolean, windowStart: Schema.Date })
+const decodeChargeRows = Schema.decodeUnknownEffect(Schema.Array(ChargeRow))
 
 /** Carries the strictest rejection out of the transaction so the charges of the other buckets roll back. */
 class Rejected extends Data.TaggedError("Rejected")<{ readonly decision: Rejection }> {}

@@ -18,7 +18,7 @@ import {
 import { NodeHttpClient } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Context, Duration, Effect, Latch, Layer, Option, Queue, Random, Schedule, Stream } from "effect"
-import { HttpClient, HttpClientRequest } from "effect/http"
+import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { lookup as dnsLookup, type LookupAddress } from "node:dns"
 import { readFileSync } from "node:fs"
@@ -133,6 +133,26 @@ const guardedLookup = (
       : callback(null, first.address, first.family)
   })
 
+/**
+ * The start of a response's body, at most `RESPONSE_READ_LIMIT` bytes read. A body that declares its length within the
+ * limit (the usual short answer; the client reads no more than the declared length) is read in one piece, which costs
+ * far less than a stream; any other is streamed, and no more than the limit is kept of it.
+ */
+export const responseText = (response: HttpClientResponse.HttpClientResponse) => {
+  const declared = response.headers["content-length"]
+  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) <= RESPONSE_READ_LIMIT) return response.text
+  return Effect.map(
+    response.stream.pipe(
+      Stream.takeUntil(() => false),
+      Stream.runFold(() => ({ text: "", bytes: 0 }), (acc, chunk: Uint8Array) =>
+        acc.bytes >= RESPONSE_READ_LIMIT
+          ? acc
+          : { text: acc.text + Buffer.from(chunk).toString("utf8"), bytes: acc.bytes + chunk.length })
+    ),
+    (body) => body.text
+  )
+}
+
 /** Sends one webhook request; never fails: every problem is a `SendResult`. */
 export class WebhookSender extends Context.Service<WebhookSender, {
   readonly send: (request: OutboundRequest) => Effect.Effect<SendResult>
@@ -170,17 +190,11 @@ export class WebhookSender extends Context.Service<WebhookSender, {
                   HttpClientRequest.bodyText(request.body, "application/json")
                 )
               )
-              const body = yield* response.stream.pipe(
-                Stream.takeUntil(() => false),
-                Stream.runFold(() => ({ text: "", bytes: 0 }), (acc, chunk: Uint8Array) =>
-                  acc.bytes >= RESPONSE_READ_LIMIT
-                    ? acc
-                    : { text: acc.text + Buffer.from(chunk).toString("utf8"), bytes: acc.bytes + chunk.length })
-              )
+              const body = yield* responseText(response)
               return {
                 _tag: "Answered",
                 status: response.status,
-                body: body.text.slice(0, RESPONSE_KEEP_LIMIT)
+                body: body.slice(0, RESPONSE_KEEP_LIMIT)
               } as const
             }).pipe(
               Effect.scoped,

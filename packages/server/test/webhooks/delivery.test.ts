@@ -8,17 +8,24 @@ import type { Actor, ResolvedWorkspace, WebhookEndpointId } from "@cp/domain"
 import { type DeliveryRow, EventLogRepo, WebhookDeliveriesRepo, WebhookEndpointsRepo } from "@cp/persistence"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
+import { HttpClientRequest, HttpClientResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import { eventActorOf, EventLog } from "../../src/platform/events.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import {
   DestinationGuard,
   type OutboundRequest,
+  responseText,
   type SendResult,
   WebhookSender,
   WebhookWorker
 } from "../../src/webhooks/delivery.ts"
-import { BACKOFF_SECONDS, GRACE_PERIOD_SECONDS, verifySignature } from "../../src/webhooks/rules.ts"
+import {
+  BACKOFF_SECONDS,
+  GRACE_PERIOD_SECONDS,
+  RESPONSE_READ_LIMIT,
+  verifySignature
+} from "../../src/webhooks/rules.ts"
 import { WebhooksService } from "../../src/webhooks/service.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
 import { areaServicesLayer, userActor } from "../support/services.ts"
@@ -236,4 +243,40 @@ describe("WebhookWorker", () => {
       assert.isUndefined(after.headers["x-webhook-signature-previous"])
       assert.isTrue(verifySignature(after.headers["x-webhook-signature"] ?? "", second.secret, after.body))
     }).pipe(Effect.provide(TestLayer)))
+})
+
+describe("reading a receiver's answer", () => {
+  const request = HttpClientRequest.post("https://192.0.2.1/hook")
+  const answer = (body: string, headers: Record<string, string>) =>
+    HttpClientResponse.fromWeb(request, new Response(body, { status: 200, headers }))
+
+  it.effect("a body that declares its length within the limit is read whole", () =>
+    Effect.gen(function*() {
+      const body = "é".repeat(3000)
+      const text = yield* responseText(answer(body, { "content-length": String(Buffer.byteLength(body)) }))
+      assert.strictEqual(text, body)
+    }))
+
+  /** A body in 16 KiB chunks, as a receiver streams it. */
+  const chunked = (body: string) => {
+    const bytes = new TextEncoder().encode(body)
+    let at = 0
+    return new ReadableStream<Uint8Array>({
+      pull: (controller) => {
+        if (at >= bytes.length) return controller.close()
+        controller.enqueue(bytes.slice(at, at + 16 * 1024))
+        at += 16 * 1024
+      }
+    })
+  }
+
+  it.effect("a body without a declared length, or over the limit, is streamed and kept up to the limit", () =>
+    Effect.gen(function*() {
+      const body = "a".repeat(RESPONSE_READ_LIMIT * 2)
+      for (const headers of [{}, { "content-length": String(body.length) }]) {
+        const response = HttpClientResponse.fromWeb(request, new Response(chunked(body), { status: 200, headers }))
+        const text = yield* responseText(response)
+        assert.strictEqual(text, body.slice(0, RESPONSE_READ_LIMIT))
+      }
+    }))
 })
