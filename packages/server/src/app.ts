@@ -17,6 +17,11 @@ import { ApiKeysService } from "./apiKeys/service.ts"
 import { AuditHttp } from "./audit/http.ts"
 import { ConfigurationHttp, EnvironmentConfigurationHttp, ProjectConfigurationHttp } from "./config/http.ts"
 import { ConfigService } from "./config/service.ts"
+import { IngressHttp, IntegrationsHttp } from "./integrations/http.ts"
+import { IngressService } from "./integrations/ingress.ts"
+import { ScmhostClient } from "./integrations/scmhost.ts"
+import { IntegrationsService } from "./integrations/service.ts"
+import { ScmhostSimulatorRoutes } from "./integrations/simulator.ts"
 import { ActorResolverLive } from "./identity/actors.ts"
 import { IdentityHttp, SessionHttp } from "./identity/http.ts"
 import { OAuthService } from "./identity/oauth.ts"
@@ -107,7 +112,8 @@ const Services = OAuthService.layer.pipe(
     SecretsService.layer,
     WebhooksService.layer,
     UsageService.layer.pipe(Layer.provideMerge(QuotasService.layer)),
-    AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer))
+    AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer)),
+    Layer.mergeAll(IntegrationsService.layer, IngressService.layer).pipe(Layer.provide(ScmhostClient.layer))
   )),
   Layer.provideMerge(WebhookDelivery),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers.pipe(Layer.provide(Platform))))
@@ -142,7 +148,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     CliLinksHttp,
     CliLinkResolveHttp,
     OidcHttp,
-    RunSecretsHttp
+    RunSecretsHttp,
+    IntegrationsHttp,
+    IngressHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )
@@ -177,6 +185,7 @@ const Http = Layer.mergeAll(
   Docs,
   EdgeLive,
   AgentSimulatorRoutes,
+  ScmhostSimulatorRoutes,
   EnvironmentSweep.background,
   WebhookWorker.background,
   LeaseSweep.background

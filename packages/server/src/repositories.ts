@@ -1,6 +1,10 @@
 /** One persistence flavour for the whole server: every repository plus the transaction service. */
 import {
   AgentConnectionsRepo,
+  InboundDeliveriesRepo,
+  IntegrationConnectionsRepo,
+  RepoLinksRepo,
+  SimInstallationsRepo,
   ApiKeysRepo,
   ChallengesRepo,
   CliLinksRepo,
@@ -65,6 +69,10 @@ export const RepositoriesSql = Layer.mergeAll(
   QuotasRepo.sql,
   ViolationsRepo.sql,
   AgentConnectionsRepo.sql,
+  IntegrationConnectionsRepo.sql,
+  RepoLinksRepo.sql,
+  InboundDeliveriesRepo.sql,
+  SimInstallationsRepo.sql,
   RunsRepo.sql,
   JobLogsRepo.sql,
   CliLinksRepo.sql
@@ -100,6 +108,10 @@ export const RepositoriesMemory = Layer.mergeAll(
   QuotasRepo.memory,
   ViolationsRepo.memory,
   AgentConnectionsRepo.memory,
+  IntegrationConnectionsRepo.memory,
+  RepoLinksRepo.memory,
+  InboundDeliveriesRepo.memory,
+  SimInstallationsRepo.memory,
   RunsRepo.memory,
   JobLogsRepo.memory,
   CliLinksRepo.memory

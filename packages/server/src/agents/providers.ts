@@ -5,10 +5,10 @@
  * nothing here logs a header, a URL with a key, or a response body.
  */
 import type { AgentProvider } from "@cp/domain"
-import { Context, Duration, Effect, Layer, Option, Result, Schema } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse, HttpServer } from "effect/http"
-import { NetAddress } from "effect/net"
+import { Context, Duration, Effect, Layer, Schema } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { AppConfig } from "../platform/config.ts"
+import { selfUrls } from "../platform/selfUrl.ts"
 
 /** Accepted (2xx of the provider's shape), rejected (401/403), or unreachable (anything else, a timeout included). */
 export type KeyCheck = "accepted" | "rejected" | "unreachable"
@@ -67,15 +67,7 @@ export class AgentProviderClient extends Context.Service<AgentProviderClient, {
       const config = yield* AppConfig
       const http = (yield* HttpClient.HttpClient).pipe(HttpClient.mapRequest(HttpClientRequest.acceptJson))
       // The simulator is this very server: its real address (a test listens on a port the OS picks).
-      const server = yield* Effect.serviceOption(HttpServer.HttpServer)
-      const ownBaseUrl = Option.match(server, {
-        onNone: () => config.publicBaseUrl,
-        onSome: ({ address }) =>
-          Result.match(NetAddress.formatUrl(address), {
-            onFailure: () => config.publicBaseUrl,
-            onSuccess: (url) => url.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//127.0.0.1:")
-          })
-      })
+      const ownBaseUrl = (yield* selfUrls).own
       const baseUrlOf = (provider: AgentProvider) =>
         config.agentBaseUrls[provider] ??
           (AppConfig.isLocal(config) ? `${ownBaseUrl}/dev/agents/${provider}` : PUBLIC_BASE_URLS[provider])

@@ -68,7 +68,24 @@ export interface AppConfigShape {
   readonly scmhostWebHost: string
   /** CI OIDC issuers trusted by the workflow-credential exchange (`CI_OIDC_ISSUERS`, a JSON array). */
   readonly ciOidcIssuers: ReadonlyArray<OidcIssuer>
+  /** The source-control app (integrations-agents.md §1); None: the simulator (development/test) or not configured. */
+  readonly scmhostApp: Option.Option<ScmhostAppConfig>
+  /** `SCMHOST_WEB_URL`: where people install the app; unset: the simulator's pages (development/test). */
+  readonly scmhostWebUrl: Option.Option<string>
+  /** `SCMHOST_WEBHOOK_SECRET`: the HMAC key of `x-hub-signature-256` (development/test default in contract §3). */
+  readonly scmhostWebhookSecret: Option.Option<Redacted.Redacted>
 }
+
+/** The configured source-control app: `SCMHOST_API_URL`, `SCMHOST_APP_ID`, `SCMHOST_APP_PRIVATE_KEY`, `…_SLUG`. */
+export interface ScmhostAppConfig {
+  readonly apiUrl: string
+  readonly appId: string
+  readonly privateKey: Redacted.Redacted
+  readonly slug: string
+}
+
+/** The development/test webhook secret of contract §3. */
+export const DEV_SCMHOST_WEBHOOK_SECRET = "dev-scmhost-webhook-secret"
 
 /** A trusted CI OIDC issuer: tokens must carry this `iss` and `aud` and verify against the JWKS. */
 export interface OidcIssuer {
@@ -209,7 +226,29 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       webhookExtraCaCerts: nonEmpty(env, "NODE_EXTRA_CA_CERTS"),
       webhookWorker: env.WEBHOOK_WORKER !== "0",
       scmhostWebHost: nonEmpty(env, "SCMHOST_WEB_HOST").pipe(Option.getOrElse(() => "github.com")).toLowerCase(),
-      ciOidcIssuers
+      ciOidcIssuers,
+      scmhostApp: Option.map(
+        Option.all({
+          apiUrl: nonEmpty(env, "SCMHOST_API_URL"),
+          appId: nonEmpty(env, "SCMHOST_APP_ID"),
+          privateKey: nonEmpty(env, "SCMHOST_APP_PRIVATE_KEY"),
+          slug: nonEmpty(env, "SCMHOST_APP_SLUG")
+        }),
+        (app) => ({
+          ...app,
+          apiUrl: app.apiUrl.replace(/\/+$/, ""),
+          // PEM keys pasted into one-line variables keep their line breaks as `\n`.
+          privateKey: Redacted.make(app.privateKey.replace(/\\n/g, "\n"))
+        })
+      ),
+      scmhostWebUrl: Option.map(nonEmpty(env, "SCMHOST_WEB_URL"), (url) => url.replace(/\/+$/, "")),
+      scmhostWebhookSecret: Option.map(
+        Option.orElse(
+          nonEmpty(env, "SCMHOST_WEBHOOK_SECRET"),
+          () => appEnv === "production" ? Option.none() : Option.some(DEV_SCMHOST_WEBHOOK_SECRET)
+        ),
+        Redacted.make
+      )
     }
   })
 
