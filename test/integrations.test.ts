@@ -6,7 +6,7 @@
  * replayed webhooks, forged, reused and expired setup states, an installation of another workspace or an old one,
  * broker requests for unlinked repositories or ungranted permissions, a provider that is down, and no token anywhere.
  */
-import { AuditEntry, InboundDelivery, IntegrationConnection, Repository, RepoLink } from "@cp/domain"
+import { AuditEntry, InboundDelivery, IntegrationConnection, RepoLink, Repository } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
@@ -79,7 +79,10 @@ const connectScmhost = (world: World, account = `acme-${randomUUID().slice(0, 8)
     const install = yield* installThroughSimulator(world, account)
     const setup = yield* call(world.baseUrl, "GET", install.setupPath)
     assert.strictEqual(setup.status, 302)
-    assert.include(setup.headers.get("location") ?? "", `/integrations/connected?connectionId=${install.started.connection.id}`)
+    assert.include(
+      setup.headers.get("location") ?? "",
+      `/integrations/connected?connectionId=${install.started.connection.id}`
+    )
     const connection = connectionOf(yield* world.api("GET", `/integrations/${install.started.connection.id}`))
     return { ...install, connection, account }
   })
@@ -162,7 +165,7 @@ for (const backend of sqlBackends) {
     Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer).pipe(Layer.provideMerge(CaptureLogs)),
     { excludeTestServices: true, timeout: 60_000 }
   )(`integrations [${backend}]`, (it) => {
-    it.effect("done when: install page → setup → repositories → repo link → signed push → scm.push → broker token", () =>
+    it.effect("done when: install page, setup, repositories, repo link, signed push, scm.push, broker token", () =>
       Effect.gen(function*() {
         const world = yield* newWorld()
         const connected = yield* connectScmhost(world, "acme-done")
@@ -178,7 +181,11 @@ for (const backend of sqlBackends) {
           yield* world.api("GET", `/integrations/${connection.id}/repositories`),
           { repositories: Schema.Array(Repository) }
         ).repositories
-        assert.deepStrictEqual(repositories.map((r) => r.fullName), ["acme-done/api", "acme-done/web", "acme-done/infra"])
+        assert.deepStrictEqual(repositories.map((r) => r.fullName), [
+          "acme-done/api",
+          "acme-done/web",
+          "acme-done/infra"
+        ])
         const filtered = ok(
           yield* world.api("GET", `/integrations/${connection.id}/repositories?q=WEB`),
           { repositories: Schema.Array(Repository) }
@@ -200,9 +207,21 @@ for (const backend of sqlBackends) {
 
         // The simulator sends a signed push to the server's own ingress.
         const sha = "b".repeat(40)
-        const sent = yield* call(world.baseUrl, "POST", `/dev/scmhost/installations/${connected.installationId}/events`, {
-          body: { event: "push", payload: { ref: "refs/heads/main", after: sha, repository: { id: Number(repo.externalId), full_name: repo.fullName } } }
-        })
+        const sent = yield* call(
+          world.baseUrl,
+          "POST",
+          `/dev/scmhost/installations/${connected.installationId}/events`,
+          {
+            body: {
+              event: "push",
+              payload: {
+                ref: "refs/heads/main",
+                after: sha,
+                repository: { id: Number(repo.externalId), full_name: repo.fullName }
+              }
+            }
+          }
+        )
         assert.strictEqual(sent.status, 200)
         const deliveryKey = (sent.json as { deliveryId: string }).deliveryId
         assert.strictEqual((sent.json as { status: number }).status, 200)
@@ -231,7 +250,12 @@ for (const backend of sqlBackends) {
             repositories: [repo.externalId],
             permissions: { contents: "read" }
           }),
-          { token: Schema.String, expiresAt: Schema.String, repositories: Schema.Array(Schema.Unknown), permissions: Schema.Unknown }
+          {
+            token: Schema.String,
+            expiresAt: Schema.String,
+            repositories: Schema.Array(Schema.Unknown),
+            permissions: Schema.Unknown
+          }
         )
         assert.match(issued.token, /^ghs_/)
         assert.isAtMost(Date.parse(issued.expiresAt) - Date.now(), 60 * 60 * 1000 + 1000)
@@ -259,8 +283,16 @@ for (const backend of sqlBackends) {
         const payload = pushPayload(connected.installationId, repo, "main")
         const unsigned = yield* sendWebhook(world.baseUrl, "push", payload, { signature: null })
         failed(unsigned, 401, "unauthenticated")
-        failed(yield* sendWebhook(world.baseUrl, "push", payload, { signature: "sha256=deadbeef" }), 401, "unauthenticated")
-        failed(yield* sendWebhook(world.baseUrl, "push", payload, { signature: sign("{}", SECRET) }), 401, "unauthenticated")
+        failed(
+          yield* sendWebhook(world.baseUrl, "push", payload, { signature: "sha256=deadbeef" }),
+          401,
+          "unauthenticated"
+        )
+        failed(
+          yield* sendWebhook(world.baseUrl, "push", payload, { signature: sign("{}", SECRET) }),
+          401,
+          "unauthenticated"
+        )
         failed(
           yield* sendWebhook(world.baseUrl, "push", payload, { signature: sign(JSON.stringify(payload), "wrong") }),
           401,
@@ -302,7 +334,9 @@ for (const backend of sqlBackends) {
         const { connected, repo, repositories, world } = yield* linkedWorld
         const other = repositories[1]!
         const key = randomUUID()
-        yield* sendWebhook(world.baseUrl, "push", pushPayload(connected.installationId, other, "main"), { deliveryId: key })
+        yield* sendWebhook(world.baseUrl, "push", pushPayload(connected.installationId, other, "main"), {
+          deliveryId: key
+        })
         const skipped = yield* settled(world, connected.connection.id, key)
         assert.strictEqual(skipped.status, "skipped")
         assert.strictEqual(skipped.failureReason, "no_repo_link")
@@ -310,7 +344,13 @@ for (const backend of sqlBackends) {
         const merged = randomUUID()
         yield* sendWebhook(world.baseUrl, "pull_request", {
           action: "closed",
-          pull_request: { merged: true, merge_commit_sha: "d".repeat(40), head: { ref: "feature", sha: "e".repeat(40) }, base: { ref: "main" }, html_url: "https://x/pr/1" },
+          pull_request: {
+            merged: true,
+            merge_commit_sha: "d".repeat(40),
+            head: { ref: "feature", sha: "e".repeat(40) },
+            base: { ref: "main" },
+            html_url: "https://x/pr/1"
+          },
           repository: { id: Number(repo.externalId), full_name: repo.fullName },
           installation: { id: Number(connected.installationId) }
         }, { deliveryId: merged })
@@ -331,7 +371,9 @@ for (const backend of sqlBackends) {
         const production = environments.find((e) => e.slug === "production")!
         ok(yield* world.api("DELETE", `/projects/${world.projectId}/environments/${production.id}`))
         const key = randomUUID()
-        yield* sendWebhook(world.baseUrl, "push", pushPayload(connected.installationId, repo, "main"), { deliveryId: key })
+        yield* sendWebhook(world.baseUrl, "push", pushPayload(connected.installationId, repo, "main"), {
+          deliveryId: key
+        })
         assert.strictEqual((yield* settled(world, connected.connection.id, key)).status, "emitted")
         const after = ok(yield* world.api("GET", `/projects/${world.projectId}/environments/${production.id}`), {
           environment: Schema.Struct({ status: Schema.String, lastActiveAt: Schema.NullOr(Schema.String) })
@@ -355,9 +397,15 @@ for (const backend of sqlBackends) {
           401,
           "unauthenticated"
         )
-        assert.strictEqual(connectionOf(yield* world.api("GET", `/integrations/${install.started.connection.id}`)).status, "pending")
+        assert.strictEqual(
+          connectionOf(yield* world.api("GET", `/integrations/${install.started.connection.id}`)).status,
+          "pending"
+        )
         const done = yield* call(world.baseUrl, "GET", install.setupPath, { headers: json })
-        assert.strictEqual(ok(done, { connection: IntegrationConnection, redirectUrl: Schema.String }).connection.status, "active")
+        assert.strictEqual(
+          ok(done, { connection: IntegrationConnection, redirectUrl: Schema.String }).connection.status,
+          "active"
+        )
         failed(yield* call(world.baseUrl, "GET", install.setupPath, { headers: json }), 401, "unauthenticated")
       }))
 
@@ -375,7 +423,9 @@ for (const backend of sqlBackends) {
         const spoof = yield* call(
           second.baseUrl,
           "GET",
-          `/ingress/scmhost/setup?installation_id=${connected.installationId}&setup_action=install&state=${encodeURIComponent(state)}`,
+          `/ingress/scmhost/setup?installation_id=${connected.installationId}&setup_action=install&state=${
+            encodeURIComponent(state)
+          }`,
           { headers: { accept: "application/json" } }
         )
         assert.strictEqual(spoof.status, 412)
@@ -383,7 +433,11 @@ for (const backend of sqlBackends) {
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1100)))
         const again = yield* installThroughSimulator(second, connected.account)
         assert.strictEqual(again.installationId, connected.installationId)
-        failed(yield* call(second.baseUrl, "GET", again.setupPath, { headers: { accept: "application/json" } }), 409, "conflict")
+        failed(
+          yield* call(second.baseUrl, "GET", again.setupPath, { headers: { accept: "application/json" } }),
+          409,
+          "conflict"
+        )
       }))
 
     it.effect("broker: unlinked repositories and ungranted permissions are 403 before the provider is called", () =>
@@ -404,16 +458,19 @@ for (const backend of sqlBackends) {
           permissions: { metadata: "write" }
         })
         assert.strictEqual(failed(tooHigh, 403, "forbidden").details["permission"], "metadata")
-        const template = ok(yield* world.api("POST", "/integrations/scmhost/token", {
-          repositories: [repo.externalId],
-          template: "ci-status"
-        }), { permissions: Schema.Unknown })
+        const template = ok(
+          yield* world.api("POST", "/integrations/scmhost/token", {
+            repositories: [repo.externalId],
+            template: "ci-status"
+          }),
+          { permissions: Schema.Unknown }
+        )
         assert.deepStrictEqual(template.permissions, { checks: "write", statuses: "write", metadata: "read" })
         invalidFields(yield* world.api("POST", "/integrations/scmhost/token", { repositories: [repo.externalId] }))
         assert.strictEqual((yield* auditOf(world, "integration.token.issued")).length, 1)
       }))
 
-    it.effect("repo links: bad environment, unknown repository, duplicates, limit, unlink; revoke stops the broker", () =>
+    it.effect("repo links: bad environment, unknown repository, duplicate, unlink; revoke stops the broker", () =>
       Effect.gen(function*() {
         const { connected, link, repo, repositories, world } = yield* linkedWorld
         const base = { connectionId: connected.connection.id }
@@ -423,9 +480,14 @@ for (const backend of sqlBackends) {
           branchEnvMap: { main: "production", dev: "nowhere" }
         })
         assert.deepStrictEqual(Object.keys(invalidFields(badEnv)), ["branchEnvMap.dev"])
-        invalidFields(yield* world.api("POST", `/projects/${world.projectId}/repo-links`, { ...base, repoExternalId: "42" }))
+        invalidFields(
+          yield* world.api("POST", `/projects/${world.projectId}/repo-links`, { ...base, repoExternalId: "42" })
+        )
         failed(
-          yield* world.api("POST", `/projects/${world.projectId}/repo-links`, { ...base, repoExternalId: repo.externalId }),
+          yield* world.api("POST", `/projects/${world.projectId}/repo-links`, {
+            ...base,
+            repoExternalId: repo.externalId
+          }),
           409,
           "conflict"
         )
@@ -433,9 +495,12 @@ for (const backend of sqlBackends) {
           repoLinks: Schema.Array(RepoLink)
         }).repoLinks
         assert.deepStrictEqual(listed.map((l) => l.id), [link.id])
-        const patched = ok(yield* world.api("PATCH", `/projects/${world.projectId}/repo-links/${link.id}`, {
-          branchEnvMap: {}
-        }), { repoLink: RepoLink }).repoLink
+        const patched = ok(
+          yield* world.api("PATCH", `/projects/${world.projectId}/repo-links/${link.id}`, {
+            branchEnvMap: {}
+          }),
+          { repoLink: RepoLink }
+        ).repoLink
         assert.deepStrictEqual(patched.branchEnvMap, {})
         const removed = ok(yield* world.api("DELETE", `/projects/${world.projectId}/repo-links/${link.id}`), {
           repoLink: RepoLink
@@ -443,15 +508,27 @@ for (const backend of sqlBackends) {
         assert.isNotNull(removed.deletedAt)
         failed(yield* world.api("DELETE", `/projects/${world.projectId}/repo-links/${link.id}`), 404, "not_found")
 
-        ok(yield* world.api("POST", `/projects/${world.projectId}/repo-links`, { ...base, repoExternalId: repo.externalId }))
+        ok(
+          yield* world.api("POST", `/projects/${world.projectId}/repo-links`, {
+            ...base,
+            repoExternalId: repo.externalId
+          })
+        )
         const revoked = connectionOf(yield* world.api("DELETE", `/integrations/${connected.connection.id}`))
         assert.strictEqual(revoked.status, "revoked")
         assert.isNotNull(revoked.revokedAt)
-        failed(yield* world.api("POST", "/integrations/scmhost/token", {
-          repositories: [repo.externalId],
-          permissions: { contents: "read" }
-        }), 403, "forbidden")
-        assert.strictEqual(connectionOf(yield* world.api("GET", `/integrations/${connected.connection.id}`)).status, "revoked")
+        failed(
+          yield* world.api("POST", "/integrations/scmhost/token", {
+            repositories: [repo.externalId],
+            permissions: { contents: "read" }
+          }),
+          403,
+          "forbidden"
+        )
+        assert.strictEqual(
+          connectionOf(yield* world.api("GET", `/integrations/${connected.connection.id}`)).status,
+          "revoked"
+        )
       }))
   })
 }
@@ -466,17 +543,19 @@ describe("integrations: a provider that is down or failing", () => {
   )
   for (const [name, apiUrl] of [["5xx", url], ["down", Promise.resolve("http://127.0.0.1:9")]] as const) {
     layer(
-      Layer.unwrap(Effect.promise(() => apiUrl).pipe(Effect.map((api) =>
-        Layer.merge(
-          testServerOver(databaseLayer(sqlBackends[0]!), {
-            SCMHOST_API_URL: api,
-            SCMHOST_APP_ID: "7",
-            SCMHOST_APP_SLUG: "x",
-            SCMHOST_APP_PRIVATE_KEY: TEST_PRIVATE_KEY
-          }),
-          NodeServices.layer
-        )
-      ))),
+      Layer.unwrap(
+        Effect.promise(() => apiUrl).pipe(Effect.map((api) =>
+          Layer.merge(
+            testServerOver(databaseLayer(sqlBackends[0]!), {
+              SCMHOST_API_URL: api,
+              SCMHOST_APP_ID: "7",
+              SCMHOST_APP_SLUG: "x",
+              SCMHOST_APP_PRIVATE_KEY: TEST_PRIVATE_KEY
+            }),
+            NodeServices.layer
+          )
+        ))
+      ),
       { excludeTestServices: true, timeout: 60_000 }
     )(`provider ${name}`, (it) => {
       it.effect("the setup callback answers 502 provider_unavailable", () =>

@@ -21,6 +21,7 @@ import {
   CreatedApiKey,
   Environment,
   FeatureFlag,
+  IntegrationConnection,
   Invitation,
   InvitationDelivery,
   LoginChallenge,
@@ -30,6 +31,8 @@ import {
   Project,
   Quota,
   ReachesHiddenWorkspace,
+  RepoLink,
+  Repository,
   RequiredAccess,
   type Requirement,
   rolePermissions,
@@ -48,7 +51,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { HttpApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { randomUUID } from "node:crypto"
+import { createHmac, randomUUID } from "node:crypto"
 import { monotonicFactory } from "ulid"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { ok, type Res, wire } from "./support/envelope.ts"
@@ -210,6 +213,8 @@ interface Req {
   readonly params?: Readonly<Record<string, string>>
   readonly query?: Readonly<Record<string, string>>
   readonly body?: unknown
+  /** Request headers a route authenticates by (a provider webhook's signature). */
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 interface Fixture {
@@ -706,11 +711,155 @@ const runFixtures: Record<string, Fixture> = {
   }
 }
 
+/** A pending scmhost connection installed through the simulator: the setup callback's query, not yet called. */
+const installedScm = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* TestServer
+    const started = yield* asCreator(ctx, "POST", "/integrations/scmhost/connect", {
+      connection: IntegrationConnection,
+      installUrl: Schema.String
+    }, {})
+    const state = new URL(started.installUrl).searchParams.get("state") ?? ""
+    const installed = yield* call(baseUrl, "POST", `/dev/scmhost/apps/matrix/installations`, {
+      body: new URLSearchParams({ account: `matrix-${randomUUID().slice(0, 8)}`, state }).toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded" }
+    })
+    const location = new URL(installed.headers.get("location") ?? "http://x/")
+    return {
+      connectionId: started.connection.id,
+      query: Object.fromEntries(location.searchParams.entries()),
+      installationId: location.searchParams.get("installation_id") ?? ""
+    }
+  })
+
+/** An active scmhost connection of the workspace, with its installation. */
+const newScmConnection = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* TestServer
+    const installed = yield* installedScm(ctx)
+    const query = new URLSearchParams(installed.query).toString()
+    ok(yield* call(baseUrl, "GET", `/ingress/scmhost/setup?${query}`, { headers: { accept: "application/json" } }))
+    return installed
+  })
+
+/** A repo link of a new project to the first repository of a new connection. */
+const newRepoLink = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const connection = yield* newScmConnection(ctx)
+    const projectId = yield* newProject(ctx)
+    const repos = yield* asCreator(ctx, "GET", `/integrations/${connection.connectionId}/repositories`, {
+      repositories: Schema.Array(Repository)
+    })
+    const repo = repos.repositories[0]!
+    const link = yield* asCreator(ctx, "POST", `/projects/${projectId}/repo-links`, { repoLink: RepoLink }, {
+      connectionId: connection.connectionId,
+      repoExternalId: repo.externalId
+    })
+    return { ...connection, projectId, repo, repoLinkId: link.repoLink.id }
+  })
+
+const integrationFixtures: Readonly<Record<string, Fixture>> = {
+  "integrations.connect": { request: () => Effect.succeed({ params: { provider: "scmhost" }, body: {} }) },
+  "integrations.list": { request: none },
+  "integrations.get": {
+    request: (ctx) => Effect.map(installedScm(ctx), ({ connectionId }) => ({ params: { connectionId } }))
+  },
+  "integrations.update": {
+    request: (ctx) =>
+      Effect.map(
+        installedScm(ctx),
+        ({ connectionId }) => ({ params: { connectionId }, body: { shareMode: "granted" } })
+      )
+  },
+  "integrations.revoke": {
+    request: (ctx) => Effect.map(installedScm(ctx), ({ connectionId }) => ({ params: { connectionId } }))
+  },
+  "integrations.repositories": {
+    request: (ctx) => Effect.map(newScmConnection(ctx), ({ connectionId }) => ({ params: { connectionId } }))
+  },
+  "integrations.deliveries": {
+    request: (ctx) => Effect.map(installedScm(ctx), ({ connectionId }) => ({ params: { connectionId } }))
+  },
+  "integrations.replay": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const link = yield* newRepoLink(ctx)
+        const deliveryKey = randomUUID()
+        yield* call(baseUrl, "POST", `/dev/scmhost/installations/${link.installationId}/events`, {
+          body: { event: "push", payload: { ref: "refs/heads/main", after: "a".repeat(40) }, deliveryId: deliveryKey }
+        })
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{ id: string }>`
+          select id from integration_deliveries where delivery_key = ${deliveryKey}`.pipe(Effect.orDie)
+        return { params: { connectionId: link.connectionId, deliveryId: rows[0]?.id ?? "" } }
+      })
+  },
+  "integrations.issueToken": {
+    request: (ctx) =>
+      Effect.map(newRepoLink(ctx), ({ repo }) => ({
+        body: { repositories: [repo.externalId], permissions: { contents: "read" } }
+      })),
+    referencesInBody: true,
+    // A caller who cannot read the linked project is refused by the broker's own rule, naming the repository.
+    alsoAllowed: []
+  },
+  "integrations.listRepoLinks": {
+    request: (ctx) => Effect.map(newProject(ctx), (projectId) => ({ params: { projectId } }))
+  },
+  "integrations.createRepoLink": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const connection = yield* newScmConnection(ctx)
+        const projectId = yield* newProject(ctx)
+        const repos = yield* asCreator(ctx, "GET", `/integrations/${connection.connectionId}/repositories`, {
+          repositories: Schema.Array(Repository)
+        })
+        return {
+          params: { projectId },
+          body: { connectionId: connection.connectionId, repoExternalId: repos.repositories[0]!.externalId }
+        }
+      }),
+    referencesInBody: true
+  },
+  "integrations.updateRepoLink": {
+    request: (ctx) =>
+      Effect.map(newRepoLink(ctx), ({ projectId, repoLinkId }) => ({
+        params: { projectId, repoLinkId },
+        body: { defaultBranch: "develop" }
+      }))
+  },
+  "integrations.deleteRepoLink": {
+    request: (ctx) =>
+      Effect.map(newRepoLink(ctx), ({ projectId, repoLinkId }) => ({ params: { projectId, repoLinkId } }))
+  },
+  "ingress.scmhostSetup": {
+    request: (ctx) => Effect.map(installedScm(ctx), ({ query }) => ({ query }))
+  },
+  "ingress.scmhostWebhook": {
+    request: () => {
+      const body = JSON.stringify({ zen: "matrix", hook_id: 1 })
+      return Effect.succeed({
+        body,
+        headers: {
+          "content-type": "application/json",
+          "x-scmhost-event": "ping",
+          "x-scmhost-delivery": randomUUID(),
+          "x-hub-signature-256": `sha256=${
+            createHmac("sha256", "dev-scmhost-webhook-secret").update(body).digest("hex")
+          }`
+        }
+      })
+    }
+  }
+}
+
 /**
  * One fixture per route, keyed `<group>.<endpoint>`. A route added to the API without one fails this suite: add its
  * fixture here, a request the route accepts for an allowed caller.
  */
 const fixtures: Readonly<Record<string, Fixture>> = {
+  ...integrationFixtures,
   ...webhookFixtures,
   ...runFixtures,
   ...linkFixtures,
@@ -992,7 +1141,10 @@ for (const backend of sqlBackends) {
 
           const callAs = Effect.fnUntraced(
             function*(column: Column, caller: Caller | undefined, orgId: string, req: Req) {
-              const body = req.body === undefined ? {} : { body: req.body }
+              const body = {
+                ...(req.body === undefined ? {} : { body: req.body }),
+                ...(req.headers === undefined ? {} : { headers: { ...req.headers } })
+              }
               const res = yield* call(
                 baseUrl,
                 route.method,

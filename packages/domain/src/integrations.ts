@@ -97,7 +97,11 @@ export type Repository = typeof Repository.Type
 export const BranchName = Schema.String.check(
   Schema.isMinLength(1),
   Schema.isMaxLength(255),
-  Schema.isPattern(/^[^\s~^:?*[\\\u0000-\u001f\u007f]+$/u, { message: "must be a branch name" })
+  Schema.makeFilter((name: string) =>
+    // git's ref rules, loosely: no whitespace, control characters or `~ ^ : ? * [ \`.
+    [...name].every((char) => char > " " && char !== "\u007f" && !"~^:?*[\\".includes(char)) ||
+    "must be a branch name"
+  )
 )
 export const EnvironmentSlugValue = Schema.String.check(
   Schema.isPattern(/^[a-z0-9][a-z0-9-]{0,62}$/u, { message: "must be an environment slug" })

@@ -71,11 +71,15 @@ export class IntegrationConnectionsRepo extends Context.Service<IntegrationConne
           )
         ),
       consumeState: ({ at, connectionId, stateId }) =>
-        updateRow(table, connectionId, (row) =>
-          row.status === "pending" && row.stateId === stateId && row.stateConsumedAt === null &&
-            row.stateExpiresAt !== null && row.stateExpiresAt > at
-            ? Option.some({ ...row, stateConsumedAt: at })
-            : Option.none()),
+        updateRow(
+          table,
+          connectionId,
+          (row) =>
+            row.status === "pending" && row.stateId === stateId && row.stateConsumedAt === null &&
+              row.stateExpiresAt !== null && row.stateExpiresAt > at
+              ? Option.some({ ...row, stateConsumedAt: at })
+              : Option.none()
+        ),
       update: (row) =>
         atomically((changes) => {
           const current = table.get(row.id)

@@ -62,15 +62,19 @@ export class RepoLinksRepo extends Context.Service<RepoLinksRepo, {
             .sort(createdNewestFirst)
         ),
       update: (row) =>
-        updateRow(table, row.id, (current) =>
-          current.deletedAt === null && current.orgId === row.orgId && current.projectId === row.projectId
-            ? Option.some({
-              ...current,
-              defaultBranch: row.defaultBranch,
-              branchEnvMapJson: row.branchEnvMapJson,
-              updatedAt: row.updatedAt
-            })
-            : Option.none()),
+        updateRow(
+          table,
+          row.id,
+          (current) =>
+            current.deletedAt === null && current.orgId === row.orgId && current.projectId === row.projectId
+              ? Option.some({
+                ...current,
+                defaultBranch: row.defaultBranch,
+                branchEnvMapJson: row.branchEnvMapJson,
+                updatedAt: row.updatedAt
+              })
+              : Option.none()
+        ),
       remove: ({ at, ...key }) =>
         updateRow(
           table,
@@ -167,4 +171,3 @@ export class RepoLinksRepo extends Context.Service<RepoLinksRepo, {
     })
   )
 }
-

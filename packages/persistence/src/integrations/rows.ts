@@ -1,6 +1,6 @@
 /** The stored shapes of integrations: connections, repo links, inbound deliveries, the scmhost simulator's installs. */
-import { InboundDelivery, IntegrationConnection, RepoLink } from "@cp/domain/integrations"
 import { InboundDeliveryId, IntegrationConnectionId, OrgId, ProjectId, RepoLinkId } from "@cp/domain/ids"
+import { InboundDelivery, IntegrationConnection, RepoLink } from "@cp/domain/integrations"
 import { Schema, Struct } from "effect"
 import { storedFields } from "../stored.ts"
 

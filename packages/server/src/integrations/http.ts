@@ -64,48 +64,89 @@ const failurePage = (status: number, message: string) =>
     { status, contentType: "text/html; charset=utf-8" }
   )
 
-export const IntegrationsHttp = HttpApiBuilder.group(ControlPlaneApi, "integrations", (handlers) =>
-  Effect.gen(function*() {
-    const integrations = yield* IntegrationsService
-    const ingress = yield* IngressService
-    return handlers
-      .handle("connect", ({ params, payload }) =>
-        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
-          integrations.connect(actor, workspace, params.provider, payload)))
-      .handle("issueToken", ({ payload }) =>
-        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) => integrations.issueToken(actor, workspace, payload)))
-      .handle("list", () => Effect.flatMap(CurrentWorkspace, integrations.list))
-      .handle("get", ({ params }) =>
-        Effect.flatMap(CurrentWorkspace, (workspace) => integrations.get(workspace, params.connectionId)))
-      .handle("update", ({ params, payload }) =>
-        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
-          integrations.update(actor, workspace, params.connectionId, payload)))
-      .handle("revoke", ({ params }) =>
-        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
-          integrations.revoke(actor, workspace, params.connectionId)))
-      .handle("repositories", ({ params, query }) =>
-        Effect.flatMap(CurrentWorkspace, (workspace) =>
-          integrations.repositories(workspace, params.connectionId, query.q)))
-      .handle("deliveries", ({ params }) =>
-        Effect.flatMap(CurrentWorkspace, (workspace) => integrations.deliveries(workspace, params.connectionId)))
-      .handle("replay", ({ params }) =>
-        Effect.flatMap(CurrentWorkspace, (workspace) =>
-          Effect.flatMap(
-            integrations.visible(workspace, params.connectionId),
-            (connection) => ingress.replay(connection, params.deliveryId)
-          )))
-      .handle("listRepoLinks", ({ params }) =>
-        Effect.flatMap(CurrentWorkspace, (workspace) => integrations.listRepoLinks(workspace, params.projectId)))
-      .handle("createRepoLink", ({ params, payload }) =>
-        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
-          integrations.createRepoLink(actor, workspace, params.projectId, payload)))
-      .handle("updateRepoLink", ({ params, payload }) =>
-        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
-          integrations.updateRepoLink(actor, workspace, params.projectId, params.repoLinkId, payload)))
-      .handle("deleteRepoLink", ({ params }) =>
-        Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
-          integrations.deleteRepoLink(actor, workspace, params.projectId, params.repoLinkId)))
-  }))
+export const IntegrationsHttp = HttpApiBuilder.group(
+  ControlPlaneApi,
+  "integrations",
+  (handlers) =>
+    Effect.gen(function*() {
+      const integrations = yield* IntegrationsService
+      const ingress = yield* IngressService
+      return handlers
+        .handle(
+          "connect",
+          ({ params, payload }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+              integrations.connect(actor, workspace, params.provider, payload))
+        )
+        .handle(
+          "issueToken",
+          ({ payload }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+              integrations.issueToken(actor, workspace, payload))
+        )
+        .handle("list", () => Effect.flatMap(CurrentWorkspace, integrations.list))
+        .handle(
+          "get",
+          ({ params }) =>
+            Effect.flatMap(CurrentWorkspace, (workspace) => integrations.get(workspace, params.connectionId))
+        )
+        .handle(
+          "update",
+          ({ params, payload }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+              integrations.update(actor, workspace, params.connectionId, payload))
+        )
+        .handle(
+          "revoke",
+          ({ params }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+              integrations.revoke(actor, workspace, params.connectionId))
+        )
+        .handle(
+          "repositories",
+          ({ params, query }) =>
+            Effect.flatMap(CurrentWorkspace, (workspace) =>
+              integrations.repositories(workspace, params.connectionId, query.q))
+        )
+        .handle(
+          "deliveries",
+          ({ params }) =>
+            Effect.flatMap(CurrentWorkspace, (workspace) =>
+              integrations.deliveries(workspace, params.connectionId))
+        )
+        .handle("replay", ({ params }) =>
+          Effect.flatMap(CurrentWorkspace, (workspace) =>
+            Effect.flatMap(
+              integrations.visible(workspace, params.connectionId),
+              (connection) =>
+                ingress.replay(connection, params.deliveryId)
+            )))
+        .handle(
+          "listRepoLinks",
+          ({ params }) =>
+            Effect.flatMap(CurrentWorkspace, (workspace) =>
+              integrations.listRepoLinks(workspace, params.projectId))
+        )
+        .handle(
+          "createRepoLink",
+          ({ params, payload }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+              integrations.createRepoLink(actor, workspace, params.projectId, payload))
+        )
+        .handle(
+          "updateRepoLink",
+          ({ params, payload }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+              integrations.updateRepoLink(actor, workspace, params.projectId, params.repoLinkId, payload))
+        )
+        .handle(
+          "deleteRepoLink",
+          ({ params }) =>
+            Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+              integrations.deleteRepoLink(actor, workspace, params.projectId, params.repoLinkId))
+        )
+    })
+)
 
 export const IngressHttp = HttpApiBuilder.group(ControlPlaneApi, "ingress", (handlers) =>
   Effect.gen(function*() {

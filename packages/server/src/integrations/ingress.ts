@@ -8,9 +8,9 @@
  */
 import {
   type InboundDelivery,
+  type InboundDeliveryId,
   IntegrationConnection,
   type IntegrationConnectionId,
-  type InboundDeliveryId,
   NotFound,
   SCMHOST,
   Unauthenticated,
@@ -82,10 +82,13 @@ export class IngressService extends Context.Service<IngressService, {
         failureReason: string | null,
         connectionId: IntegrationConnectionId | null
       ) =>
-        Effect.flatMap(currentDate, (at) =>
-          deliveries.setOutcome({ id: row.id, status, failureReason, connectionId, processedAt: at }).pipe(
-            Effect.map(Option.getOrElse(() => row))
-          ))
+        Effect.flatMap(
+          currentDate,
+          (at) =>
+            deliveries.setOutcome({ id: row.id, status, failureReason, connectionId, processedAt: at }).pipe(
+              Effect.map(Option.getOrElse(() => row))
+            )
+        )
 
       /** An `installation` webhook: the bound connection's status follows the provider's. */
       const installationEvent = Effect.fnUntraced(function*(
@@ -116,7 +119,10 @@ export class IngressService extends Context.Service<IngressService, {
             type: status === "revoked" ? "integration.revoked" : "integration.updated",
             actor: systemActor,
             subject: { kind: "integration_connection", id: stored.id, name: stored.displayName },
-            data: { connection: apiJson(IntegrationConnection, toConnection(stored)), reason: `installation.${action}` },
+            data: {
+              connection: apiJson(IntegrationConnection, toConnection(stored)),
+              reason: `installation.${action}`
+            },
             description: `Integration ${stored.provider} connection ${stored.displayName} ${status} by the provider`
           })
           return yield* settle(row, "emitted", null, stored.id)
@@ -222,7 +228,9 @@ export class IngressService extends Context.Service<IngressService, {
             signatureOk: true,
             failureReason: null,
             headersJson: JSON.stringify(
-              Object.fromEntries(KEPT_HEADERS.flatMap((name) => headers[name] === undefined ? [] : [[name, headers[name]]]))
+              Object.fromEntries(
+                KEPT_HEADERS.flatMap((name) => headers[name] === undefined ? [] : [[name, headers[name]]])
+              )
             ),
             bodyBase64: Buffer.from(body).toString("base64"),
             receivedAt: at,

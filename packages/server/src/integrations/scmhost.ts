@@ -90,7 +90,9 @@ export class ScmhostClient extends Context.Service<ScmhostClient, {
     scope: { readonly repositoryIds?: ReadonlyArray<number>; readonly permissions?: Record<string, string> }
   ) => Effect.Effect<AccessToken | TokenRefused, ProviderUnavailable>
   /** Every repository the installation can reach. */
-  readonly repositories: (installationId: string) => Effect.Effect<ReadonlyArray<ProviderRepository>, ProviderUnavailable>
+  readonly repositories: (
+    installationId: string
+  ) => Effect.Effect<ReadonlyArray<ProviderRepository>, ProviderUnavailable>
 }>()("@cp/server/integrations/ScmhostClient") {
   static readonly layer = Layer.effect(
     ScmhostClient,
@@ -106,10 +108,17 @@ export class ScmhostClient extends Context.Service<ScmhostClient, {
           privateKey: Redacted.value(config.scmhostApp.value.privateKey)
         }
         : local
-        ? { apiUrl: `${urls.own}/dev/scmhost/api`, appId: DEV_APP_ID, slug: DEV_APP_SLUG, privateKey: yield* devAppPrivateKey }
+        ? {
+          apiUrl: `${urls.own}/dev/scmhost/api`,
+          appId: DEV_APP_ID,
+          slug: DEV_APP_SLUG,
+          privateKey: yield* devAppPrivateKey
+        }
         : undefined
       const webUrl = Option.getOrElse(config.scmhostWebUrl, () => `${urls.links}/dev/scmhost`)
-      const signingKey = app === undefined ? undefined : yield* Effect.promise(() => importPKCS8(app.privateKey, "RS256"))
+      const signingKey = app === undefined
+        ? undefined
+        : yield* Effect.promise(() => importPKCS8(app.privateKey, "RS256"))
       const http = (yield* HttpClient.HttpClient).pipe(
         HttpClient.mapRequest(HttpClientRequest.setHeaders({
           accept: "application/vnd.github+json",
@@ -134,11 +143,12 @@ export class ScmhostClient extends Context.Service<ScmhostClient, {
           Effect.catch((error) => Effect.fail(unavailable(error === "timed_out" ? "timed_out" : "unreachable")))
         )
 
-      const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) =>
-      (response: HttpClientResponse.HttpClientResponse) =>
-        HttpClientResponse.schemaBodyJson(schema)(response).pipe(
-          Effect.mapError(() => unavailable("unexpected_answer"))
-        )
+      const decode =
+        <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) =>
+        (response: HttpClientResponse.HttpClientResponse) =>
+          HttpClientResponse.schemaBodyJson(schema)(response).pipe(
+            Effect.mapError(() => unavailable("unexpected_answer"))
+          )
 
       const accessToken = Effect.fn("ScmhostClient.accessToken")(function*(
         installationId: string,

@@ -48,7 +48,7 @@ import {
   Transactor
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { verifyToken, signToken, randomBase64Url } from "../platform/crypto.ts"
+import { randomBase64Url, signToken, verifyToken } from "../platform/crypto.ts"
 import { Entitlements } from "../platform/entitlements.ts"
 import { apiJson, eventActorOf, EventLog, previousJson } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
@@ -158,7 +158,9 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
     readonly installationId: string | undefined
     readonly state: string | undefined
   }) => Effect.Effect<SetupOutcome, Unauthenticated | Conflict | PreconditionFailed | ProviderUnavailable>
-  readonly list: (workspace: ResolvedWorkspace) => Effect.Effect<{ readonly connections: ReadonlyArray<IntegrationConnection> }>
+  readonly list: (
+    workspace: ResolvedWorkspace
+  ) => Effect.Effect<{ readonly connections: ReadonlyArray<IntegrationConnection> }>
   readonly get: (
     workspace: ResolvedWorkspace,
     connectionId: IntegrationConnectionId
