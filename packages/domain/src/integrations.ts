@@ -164,6 +164,51 @@ export const InboundDelivery = Schema.Struct({
 })
 export type InboundDelivery = typeof InboundDelivery.Type
 
+/** An admission grant: a child workspace of the account may use a `granted` connection. */
+export const IntegrationGrant = Schema.Struct({
+  connectionId: IntegrationConnectionId,
+  workspaceOrgId: OrgId,
+  createdBy: Schema.String,
+  createdAt: Timestamp
+})
+export type IntegrationGrant = typeof IntegrationGrant.Type
+export const GrantInput = Schema.Struct({ workspaceOrgId: OrgId })
+export type GrantInput = typeof GrantInput.Type
+
+export const TemplateId = Schema.String.annotate({ description: "A scope template id: `[a-z0-9-]+`, 1 to 63" }).check(
+  Schema.isPattern(/^[a-z0-9-]{1,63}$/u, { message: "must match [a-z0-9-]+ (at most 63 characters)" })
+)
+export const TemplateStatus = Schema.Literals(["active", "retired"])
+export type TemplateStatus = typeof TemplateStatus.Type
+
+export const ScopeTemplate = Schema.Struct({
+  templateId: Schema.String,
+  provider: Schema.String,
+  displayName: Schema.String,
+  description: Schema.String,
+  status: TemplateStatus,
+  permissions: Schema.Record(Schema.String, Schema.String),
+  source: Schema.Literals(["declared", "custom"]),
+  createdAt: Schema.NullOr(Timestamp),
+  updatedAt: Schema.NullOr(Timestamp)
+})
+export type ScopeTemplate = typeof ScopeTemplate.Type
+
+const TemplateText = LineText.check(Schema.isMaxLength(255))
+export const ScopeTemplateInput = Schema.Struct({
+  templateId: TemplateId,
+  displayName: TemplateText.check(Schema.isMinLength(1)),
+  description: Schema.optionalKey(TemplateText),
+  permissions: Permissions
+})
+export type ScopeTemplateInput = typeof ScopeTemplateInput.Type
+export const ScopeTemplatePatch = Schema.Struct({
+  displayName: Schema.optionalKey(TemplateText.check(Schema.isMinLength(1))),
+  description: Schema.optionalKey(TemplateText),
+  status: Schema.optionalKey(TemplateStatus)
+})
+export type ScopeTemplatePatch = typeof ScopeTemplatePatch.Type
+
 export const TokenRequest = Schema.Struct({
   repositories: Schema.Array(RepoExternalId).check(Schema.isMinLength(1), Schema.isMaxLength(100)),
   permissions: Schema.optionalKey(Permissions),
@@ -209,6 +254,10 @@ export const integrationEventCatalog = {
   "integration.updated": { resource: "connection", fields: ["connection", "previous"] },
   "integration.revoked": { resource: "connection", fields: ["connection", "previous"] },
   "integration.token.issued": { resource: "connection", fields: ["connectionId", "repositories", "permissions"] },
+  "integration.grant.created": { resource: "grant", fields: ["grant"] },
+  "integration.grant.revoked": { resource: "grant", fields: ["grant"] },
+  "integration.scope_template.created": { resource: "scopeTemplate", fields: ["scopeTemplate"] },
+  "integration.scope_template.updated": { resource: "scopeTemplate", fields: ["scopeTemplate", "previous"] },
   "repo_link.created": { resource: "repoLink", fields: ["repoLink"] },
   "repo_link.updated": { resource: "repoLink", fields: ["repoLink", "previous"] },
   "repo_link.deleted": { resource: "repoLink", fields: ["repoLink"] }
@@ -292,6 +341,55 @@ export class IntegrationsApi extends HttpApiGroup.make("integrations")
       error: NotFound
     }).annotateMerge(doc("Replay an inbound delivery", "Re-runs normalization from the stored raw delivery."))
       .annotateMerge(requires.permission("organization.integration.manage")),
+    HttpApiEndpoint.get("listGrants", `${INTEGRATIONS}/:connectionId/grants`, {
+      params: oneParams,
+      success: Envelope({ grants: Schema.Array(IntegrationGrant) }),
+      error: [NotFound, Forbidden]
+    }).annotateMerge(
+      doc("List a connection's admission grants", "Child workspaces admitted to a `granted` connection.")
+    )
+      .annotateMerge(requires.permission("organization.integration.manage")),
+    HttpApiEndpoint.post("createGrant", `${INTEGRATIONS}/:connectionId/grants`, {
+      params: oneParams,
+      payload: GrantInput,
+      success: Envelope({ grant: IntegrationGrant }),
+      error: [NotFound, Forbidden, Conflict]
+    }).annotateMerge(doc(
+      "Admit a child workspace to a connection",
+      "`workspaceOrgId` must be a child workspace of this account (else 422); a duplicate grant is 409."
+    )).annotateMerge(requires.permission("organization.integration.manage")),
+    HttpApiEndpoint.delete("revokeGrant", `${INTEGRATIONS}/:connectionId/grants/:workspaceOrgId`, {
+      params: { ...oneParams, workspaceOrgId: OrgId },
+      success: Envelope({ grant: IntegrationGrant }),
+      error: [NotFound, Forbidden]
+    }).annotateMerge(doc("Revoke an admission grant", "The child workspace stops seeing the connection at once."))
+      .annotateMerge(requires.permission("organization.integration.manage")),
+    HttpApiEndpoint.get("listScopeTemplates", `${INTEGRATIONS}/providers/:provider/scope-templates`, {
+      params: { ...orgParams, provider: ProviderName },
+      success: Envelope({ scopeTemplates: Schema.Array(ScopeTemplate) }),
+      error: NotFound
+    }).annotateMerge(
+      doc("List scope templates", "Declared and custom templates of the provider, retired ones included.")
+    )
+      .annotateMerge(requires.permission("organization.integration.read")),
+    HttpApiEndpoint.post("createScopeTemplate", `${INTEGRATIONS}/providers/:provider/scope-templates`, {
+      params: { ...orgParams, provider: ProviderName },
+      payload: ScopeTemplateInput,
+      success: Envelope({ scopeTemplate: ScopeTemplate }),
+      error: [NotFound, Conflict]
+    }).annotateMerge(doc(
+      "Create a custom scope template",
+      "`permissions` must be a subset of what the provider declares; a taken `templateId` is 409."
+    )).annotateMerge(requires.permission("organization.integration.manage")),
+    HttpApiEndpoint.patch("updateScopeTemplate", `${INTEGRATIONS}/providers/:provider/scope-templates/:templateId`, {
+      params: { ...orgParams, provider: ProviderName, templateId: TemplateId },
+      payload: ScopeTemplatePatch,
+      success: Envelope({ scopeTemplate: ScopeTemplate }),
+      error: [NotFound, Conflict]
+    }).annotateMerge(doc(
+      "Change or retire a custom scope template",
+      "`status: retired` is a soft retirement: still listed, no longer usable. Declared templates are read-only."
+    )).annotateMerge(requires.permission("organization.integration.manage")),
     HttpApiEndpoint.get("listRepoLinks", REPO_LINKS, {
       params: linkParams,
       success: Envelope({ repoLinks: Schema.Array(RepoLink) }),

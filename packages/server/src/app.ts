@@ -17,16 +17,17 @@ import { ApiKeysService } from "./apiKeys/service.ts"
 import { AuditHttp } from "./audit/http.ts"
 import { ConfigurationHttp, EnvironmentConfigurationHttp, ProjectConfigurationHttp } from "./config/http.ts"
 import { ConfigService } from "./config/service.ts"
-import { IngressHttp, IntegrationsHttp } from "./integrations/http.ts"
-import { IngressService } from "./integrations/ingress.ts"
-import { ScmhostClient } from "./integrations/scmhost.ts"
-import { IntegrationsService } from "./integrations/service.ts"
-import { ScmhostSimulatorRoutes } from "./integrations/simulator.ts"
 import { ActorResolverLive } from "./identity/actors.ts"
 import { IdentityHttp, SessionHttp } from "./identity/http.ts"
 import { OAuthService } from "./identity/oauth.ts"
 import { SecurityLog } from "./identity/securityLog.ts"
 import { IdentityService } from "./identity/service.ts"
+import { IngressHttp, IntegrationsHttp } from "./integrations/http.ts"
+import { IngressService } from "./integrations/ingress.ts"
+import { ScmhostClient } from "./integrations/scmhost.ts"
+import { IntegrationsService } from "./integrations/service.ts"
+import { ScmhostSimulatorRoutes } from "./integrations/simulator.ts"
+import { ScopeTemplatesService } from "./integrations/templates.ts"
 import { InvitationsHttp, MembersHttp } from "./members/http.ts"
 import { InvitationsService } from "./members/invitations.ts"
 import { MembersService } from "./members/service.ts"
@@ -113,7 +114,10 @@ const Services = OAuthService.layer.pipe(
     WebhooksService.layer,
     UsageService.layer.pipe(Layer.provideMerge(QuotasService.layer)),
     AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer)),
-    Layer.mergeAll(IntegrationsService.layer, IngressService.layer).pipe(Layer.provide(ScmhostClient.layer))
+    Layer.mergeAll(IntegrationsService.layer, IngressService.layer).pipe(
+      Layer.provideMerge(ScopeTemplatesService.layer),
+      Layer.provide(ScmhostClient.layer)
+    )
   )),
   Layer.provideMerge(WebhookDelivery),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers.pipe(Layer.provide(Platform))))

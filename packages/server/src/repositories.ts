@@ -3,6 +3,8 @@ import {
   AgentConnectionsRepo,
   InboundDeliveriesRepo,
   IntegrationConnectionsRepo,
+  IntegrationGrantsRepo,
+  ScopeTemplatesRepo,
   RepoLinksRepo,
   SimInstallationsRepo,
   ApiKeysRepo,
@@ -73,6 +75,8 @@ export const RepositoriesSql = Layer.mergeAll(
   RepoLinksRepo.sql,
   InboundDeliveriesRepo.sql,
   SimInstallationsRepo.sql,
+  IntegrationGrantsRepo.sql,
+  ScopeTemplatesRepo.sql,
   RunsRepo.sql,
   JobLogsRepo.sql,
   CliLinksRepo.sql
@@ -112,6 +116,8 @@ export const RepositoriesMemory = Layer.mergeAll(
   RepoLinksRepo.memory,
   InboundDeliveriesRepo.memory,
   SimInstallationsRepo.memory,
+  IntegrationGrantsRepo.memory,
+  ScopeTemplatesRepo.memory,
   RunsRepo.memory,
   JobLogsRepo.memory,
   CliLinksRepo.memory

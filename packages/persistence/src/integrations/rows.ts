@@ -99,3 +99,33 @@ export const SimInstall = Schema.Struct({
   at: Schema.Date
 })
 export type SimInstall = typeof SimInstall.Type
+
+/** An admission grant as stored. */
+export const GrantRow = Schema.Struct({
+  connectionId: IntegrationConnectionId,
+  workspaceOrgId: OrgId,
+  createdBy: Schema.String,
+  createdAt: Schema.Date
+})
+export type GrantRow = typeof GrantRow.Type
+export const GrantKey = Schema.Struct({ connectionId: IntegrationConnectionId, workspaceOrgId: OrgId })
+export type GrantKey = typeof GrantKey.Type
+
+/** A workspace's custom scope template as stored (`permissions` as JSON text). */
+export const ScopeTemplateRow = Schema.Struct({
+  orgId: OrgId,
+  provider: Schema.String,
+  templateId: Schema.String,
+  displayName: Schema.String,
+  description: Schema.String,
+  permissionsJson: Schema.String,
+  status: Schema.Literals(["active", "retired"]),
+  createdBy: Schema.String,
+  createdAt: Schema.Date,
+  updatedAt: Schema.Date
+})
+export type ScopeTemplateRow = typeof ScopeTemplateRow.Type
+export const ScopeTemplateKey = Schema.Struct({ orgId: OrgId, provider: Schema.String, templateId: Schema.String })
+export type ScopeTemplateKey = typeof ScopeTemplateKey.Type
+export const ProviderTemplatesQuery = Schema.Struct({ orgId: OrgId, provider: Schema.String })
+export type ProviderTemplatesQuery = typeof ProviderTemplatesQuery.Type

@@ -91,6 +91,31 @@ export default Effect.gen(function*() {
     create index integration_deliveries_connection_idx
       on integration_deliveries (connection_id, received_at desc, id desc)`
 
+  yield* sql`
+    create table integration_grants (
+      connection_id text collate "C" not null references integration_connections (id),
+      workspace_org_id text collate "C" not null references organizations (id),
+      created_by text not null,
+      created_at timestamptz not null,
+      constraint integration_grants_pkey primary key (connection_id, workspace_org_id)
+    )`
+  yield* sql`create index integration_grants_workspace_idx on integration_grants (workspace_org_id)`
+
+  yield* sql`
+    create table integration_scope_templates (
+      org_id text collate "C" not null references organizations (id),
+      provider text not null,
+      template_id text not null,
+      display_name text not null,
+      description text not null,
+      permissions_json text not null,
+      status text not null check (status in ('active', 'retired')),
+      created_by text not null,
+      created_at timestamptz not null,
+      updated_at timestamptz not null,
+      constraint integration_scope_templates_pkey primary key (org_id, provider, template_id)
+    )`
+
   // The development simulator's installations (never used in production, where the table stays empty).
   yield* sql`
     create table dev_scmhost_installations (

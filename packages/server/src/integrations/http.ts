@@ -19,10 +19,12 @@ import { HttpApiBuilder } from "effect/http-api"
 import { RateLimiter, type RateLimitFamily } from "../platform/rateLimit.ts"
 import { IngressService } from "./ingress.ts"
 import { IntegrationsService } from "./service.ts"
+import { ScopeTemplatesService } from "./templates.ts"
 
 /**
- * Provider ingress limits, per source address and route (Authentication §8): 600 webhooks and 60 setup callbacks a
- * minute. A provider retries on 429 after `Retry-After`.
+ * Provider ingress limits, per source address and route (Authentication §8): 600 webhooks and 600 setup callbacks a
+ * minute (one source may be a provider's whole egress, or a company's NAT). A provider retries on 429 after
+ * `Retry-After`.
  */
 export const webhookIngressFamily: RateLimitFamily = {
   name: "ingress_webhook",
@@ -33,8 +35,8 @@ export const webhookIngressFamily: RateLimitFamily = {
 export const setupIngressFamily: RateLimitFamily = {
   name: "ingress_setup",
   windowSeconds: 60,
-  identityLimit: 60,
-  orgLimit: 60
+  identityLimit: 600,
+  orgLimit: 600
 }
 
 const sourceOf = (request: HttpServerRequest.HttpServerRequest) =>
@@ -71,7 +73,26 @@ export const IntegrationsHttp = HttpApiBuilder.group(
     Effect.gen(function*() {
       const integrations = yield* IntegrationsService
       const ingress = yield* IngressService
+      const templates = yield* ScopeTemplatesService
       return handlers
+        .handle("listGrants", ({ params }) =>
+          Effect.flatMap(CurrentWorkspace, (workspace) =>
+            integrations.listGrants(workspace, params.connectionId)))
+        .handle("createGrant", ({ params, payload }) =>
+          Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+            integrations.createGrant(actor, workspace, params.connectionId, payload)))
+        .handle("revokeGrant", ({ params }) =>
+          Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+            integrations.revokeGrant(actor, workspace, params.connectionId, params.workspaceOrgId)))
+        .handle("listScopeTemplates", ({ params }) =>
+          Effect.flatMap(CurrentWorkspace, (workspace) =>
+            templates.list(workspace, params.provider)))
+        .handle("createScopeTemplate", ({ params, payload }) =>
+          Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+            templates.create(actor, workspace, params.provider, payload)))
+        .handle("updateScopeTemplate", ({ params, payload }) =>
+          Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
+            templates.update(actor, workspace, params.provider, params.templateId, payload)))
         .handle(
           "connect",
           ({ params, payload }) =>
@@ -84,11 +105,13 @@ export const IntegrationsHttp = HttpApiBuilder.group(
             Effect.flatMap(actorInWorkspace, ({ actor, workspace }) =>
               integrations.issueToken(actor, workspace, payload))
         )
-        .handle("list", () => Effect.flatMap(CurrentWorkspace, integrations.list))
+        .handle("list", () =>
+          Effect.flatMap(CurrentWorkspace, integrations.list))
         .handle(
           "get",
           ({ params }) =>
-            Effect.flatMap(CurrentWorkspace, (workspace) => integrations.get(workspace, params.connectionId))
+            Effect.flatMap(CurrentWorkspace, (workspace) =>
+              integrations.get(workspace, params.connectionId))
         )
         .handle(
           "update",

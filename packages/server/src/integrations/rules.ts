@@ -16,6 +16,20 @@ export const missingPermission = (
   wanted: Readonly<Record<string, string>>
 ): string | undefined => Object.entries(wanted).find(([name, level]) => !levelCovers(held[name], level))?.[0]
 
+/** The permissions scmhost declares (GitHub's repository permissions), at the highest level each allows. */
+export const SCMHOST_PERMISSIONS: Readonly<Record<string, PermissionLevel>> = {
+  actions: "write",
+  administration: "write",
+  checks: "write",
+  contents: "write",
+  deployments: "write",
+  issues: "write",
+  metadata: "read",
+  pull_requests: "write",
+  statuses: "write",
+  workflows: "write"
+}
+
 /** scmhost's declared scope templates (integrations-agents.md §2). */
 export const declaredTemplates: Readonly<
   Record<string, {

@@ -12,11 +12,15 @@ import {
   type ConnectInput,
   type ConnectionPatch,
   Forbidden,
+  type GrantInput,
   type InboundDelivery,
   type IntegrationConnection,
   IntegrationConnection as ConnectionSchema,
   type IntegrationConnectionId,
+  type IntegrationGrant,
+  IntegrationGrant as GrantSchema,
   NotFound,
+  type OrgId,
   PreconditionFailed,
   type ProjectId,
   type ProviderUnavailable,
@@ -38,9 +42,11 @@ import {
   connectionAccountConstraint,
   type ConnectionRow,
   EnvironmentsRepo,
+  type GrantRow,
   InboundDeliveriesRepo,
   type InboundDeliveryRow,
   IntegrationConnectionsRepo,
+  IntegrationGrantsRepo,
   OrganizationsRepo,
   ProjectsRepo,
   type RepoLinkRow,
@@ -57,8 +63,9 @@ import { decide } from "../platform/rbac.ts"
 import { selfUrls } from "../platform/selfUrl.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
 import { findProject } from "../projects/scope.ts"
-import { declaredTemplates, missingPermission } from "./rules.ts"
+import { missingPermission } from "./rules.ts"
 import { type Installation, ScmhostClient } from "./scmhost.ts"
+import { ScopeTemplatesService } from "./templates.ts"
 
 const STATE_PURPOSE = "scmhost-setup-state"
 const STATE_LIFETIME_MS = 60 * 60 * 1000
@@ -193,6 +200,22 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
     workspace: ResolvedWorkspace,
     connectionId: IntegrationConnectionId
   ) => Effect.Effect<ConnectionRow, NotFound>
+  readonly listGrants: (
+    workspace: ResolvedWorkspace,
+    connectionId: IntegrationConnectionId
+  ) => Effect.Effect<{ readonly grants: ReadonlyArray<IntegrationGrant> }, NotFound | Forbidden>
+  readonly createGrant: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    connectionId: IntegrationConnectionId,
+    input: GrantInput
+  ) => Effect.Effect<{ readonly grant: IntegrationGrant }, NotFound | Forbidden | Conflict | ValidationFailed>
+  readonly revokeGrant: (
+    actor: Actor,
+    workspace: ResolvedWorkspace,
+    connectionId: IntegrationConnectionId,
+    workspaceOrgId: OrgId
+  ) => Effect.Effect<{ readonly grant: IntegrationGrant }, NotFound | Forbidden>
   readonly listRepoLinks: (
     workspace: ResolvedWorkspace,
     projectId: ProjectId
@@ -240,6 +263,8 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
       const keys = yield* ServerKeys
       const client = yield* ScmhostClient
       const urls = yield* selfUrls
+      const grants = yield* IntegrationGrantsRepo
+      const templates = yield* ScopeTemplatesService
 
       /** The account root sharing with this workspace, when it is a child. */
       const accountRootOf = (workspace: ResolvedWorkspace) =>
@@ -251,10 +276,11 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
       const visibleAll = Effect.fnUntraced(function*(workspace: ResolvedWorkspace) {
         const own = yield* connections.list(workspace.organization.id)
         const root = yield* accountRootOf(workspace)
+        const granted = new Set(yield* grants.grantedTo(workspace.organization.id))
         const shared = Option.isNone(root) || root.value.id === workspace.organization.id
           ? []
           : (yield* connections.list(root.value.id)).filter((row) =>
-            row.scope === "account" && row.shareMode === "auto"
+            row.scope === "account" && (row.shareMode === "auto" || granted.has(row.id))
           )
         return [
           ...own.map((row): Visible => ({ row, own: true, view: toConnection(row) })),
@@ -381,7 +407,75 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
         return found.value
       })
 
+      const recordGrant = (
+        actor: Actor,
+        type: "integration.grant.created" | "integration.grant.revoked",
+        orgId: OrgId,
+        row: GrantRow
+      ) =>
+        events.record({
+          orgId,
+          type,
+          actor: eventActorOf(actor),
+          subject: { kind: "integration_grant", id: `${row.connectionId}:${row.workspaceOrgId}`, name: null },
+          data: { grant: apiJson(GrantSchema, row) },
+          description: `Workspace ${row.workspaceOrgId} ${
+            type === "integration.grant.created" ? "admitted to" : "removed from"
+          } ${row.connectionId}`
+        })
+
+      const grantNotFound = (workspaceOrgId: string) =>
+        wireError(NotFound, "Admission grant not found", { workspaceOrgId })
+
       return IntegrationsService.of({
+        listGrants: Effect.fn("IntegrationsService.listGrants")(function*(workspace, connectionId) {
+          const row = yield* findOwn(workspace, connectionId)
+          return { grants: yield* grants.list(row.id) }
+        }),
+
+        createGrant: Effect.fn("IntegrationsService.createGrant")(function*(actor, workspace, connectionId, input) {
+          const connection = yield* findOwn(workspace, connectionId)
+          const child = yield* organizations.findById(input.workspaceOrgId)
+          if (
+            Option.isNone(child) || child.value.id === workspace.organization.id ||
+            child.value.accountId !== workspace.organization.workspaceRef
+          ) {
+            return yield* validationFailed({ workspaceOrgId: ["must be a child workspace of this account"] })
+          }
+          const row: GrantRow = {
+            connectionId: connection.id,
+            workspaceOrgId: input.workspaceOrgId,
+            createdBy: actorId(actor),
+            createdAt: yield* currentDate
+          }
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            yield* grants.insert(row).pipe(
+              Effect.catchTag(
+                "UniqueViolation",
+                () =>
+                  Effect.fail(wireError(Conflict, "The workspace already holds a grant", {
+                    workspaceOrgId: input.workspaceOrgId
+                  }))
+              )
+            )
+            yield* recordGrant(actor, "integration.grant.created", connection.orgId, row)
+            return { grant: row }
+          }))
+        }),
+
+        revokeGrant: Effect.fn("IntegrationsService.revokeGrant")(
+          function*(actor, workspace, connectionId, workspaceOrgId) {
+            const connection = yield* findOwn(workspace, connectionId)
+            return yield* tx.withTransaction(Effect.gen(function*() {
+              const removed = yield* grants.remove({ connectionId: connection.id, workspaceOrgId }).pipe(
+                orFail(() => grantNotFound(workspaceOrgId))
+              )
+              yield* recordGrant(actor, "integration.grant.revoked", connection.orgId, removed)
+              return { grant: removed }
+            }))
+          }
+        ),
+
         connect: Effect.fn("IntegrationsService.connect")(function*(actor, workspace, provider, input) {
           if (provider !== SCMHOST) {
             return yield* wireError(NotFound, "Unknown integration provider", { provider })
@@ -639,7 +733,7 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
         issueToken: Effect.fn("IntegrationsService.issueToken")(function*(actor, workspace, request) {
           const orgId = workspace.organization.id
           const permissions = request.template !== undefined
-            ? declaredTemplates[request.template]?.permissions
+            ? Option.getOrUndefined(yield* templates.usable(workspace, request.template))
             : request.permissions
           if (permissions === undefined || Object.keys(permissions).length === 0) {
             return yield* validationFailed(
