@@ -6,7 +6,7 @@
  * replayed webhooks, forged, reused and expired setup states, an installation of another workspace or an old one,
  * broker requests for unlinked repositories or ungranted permissions, a provider that is down, and no token anywhere.
  */
-import { AuditEntry, InboundDelivery, IntegrationConnection, RepoLink, Repository } from "@cp/domain"
+import { AuditEntry, InboundDelivery, IntegrationConnection, Organization, RepoLink, Repository } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
@@ -163,7 +163,7 @@ const linkedWorld = Effect.gen(function*() {
 for (const backend of sqlBackends) {
   layer(
     Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer).pipe(Layer.provideMerge(CaptureLogs)),
-    { excludeTestServices: true, timeout: 60_000 }
+    { excludeTestServices: true, timeout: 180_000 }
   )(`integrations [${backend}]`, (it) => {
     it.effect("done when: install page, setup, repositories, repo link, signed push, scm.push, broker token", () =>
       Effect.gen(function*() {
@@ -414,6 +414,8 @@ for (const backend of sqlBackends) {
         const first = yield* newWorld("first")
         const connected = yield* connectScmhost(first)
         const second = yield* newWorld("second")
+        // Provider timestamps have whole seconds: the first installation must be from an earlier second.
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1100)))
         const started = ok(yield* second.api("POST", "/integrations/scmhost/connect", {}), {
           connection: IntegrationConnection,
           installUrl: Schema.String
@@ -529,6 +531,150 @@ for (const backend of sqlBackends) {
           connectionOf(yield* world.api("GET", `/integrations/${connected.connection.id}`)).status,
           "revoked"
         )
+      }))
+
+    it.effect("sharing: a child sees an account connection (auto), or only with a grant (granted)", () =>
+      Effect.gen(function*() {
+        const world = yield* newWorld("share")
+        const connected = yield* connectScmhost(world)
+        const child = ok(
+          yield* call(world.baseUrl, "POST", "/v1/organizations", { token: world.token, body: { name: "Child" } }),
+          { organization: Organization }
+        ).organization
+        const childList = Effect.map(
+          call(world.baseUrl, "GET", `/v1/organizations/${child.id}/integrations`, { token: world.token }),
+          (res) => ok(res, { connections: Schema.Array(IntegrationConnection) }).connections
+        )
+        const inherited = (yield* childList)[0]!
+        assert.strictEqual(inherited.id, connected.connection.id)
+        assert.isTrue(inherited.inherited)
+        assert.strictEqual(inherited.sharedByName, "Personal")
+        // The child can use it but not change it.
+        const childPatch = yield* call(
+          world.baseUrl,
+          "DELETE",
+          `/v1/organizations/${child.id}/integrations/${inherited.id}`,
+          {
+            token: world.token
+          }
+        )
+        failed(childPatch, 403, "forbidden")
+
+        ok(yield* world.api("PATCH", `/integrations/${connected.connection.id}`, { shareMode: "granted" }))
+        assert.deepStrictEqual(yield* childList, [])
+        const grant = ok(
+          yield* world.api("POST", `/integrations/${connected.connection.id}/grants`, { workspaceOrgId: child.id }),
+          { grant: Schema.Struct({ connectionId: Schema.String, workspaceOrgId: Schema.String }) }
+        ).grant
+        assert.strictEqual(grant.workspaceOrgId, child.id)
+        failed(
+          yield* world.api("POST", `/integrations/${connected.connection.id}/grants`, { workspaceOrgId: child.id }),
+          409,
+          "conflict"
+        )
+        invalidFields(
+          yield* world.api("POST", `/integrations/${connected.connection.id}/grants`, { workspaceOrgId: world.orgId })
+        )
+        assert.strictEqual((yield* childList).length, 1)
+        ok(yield* world.api("DELETE", `/integrations/${connected.connection.id}/grants/${child.id}`))
+        assert.deepStrictEqual(yield* childList, [])
+        failed(
+          yield* world.api("DELETE", `/integrations/${connected.connection.id}/grants/${child.id}`),
+          404,
+          "not_found"
+        )
+      }))
+
+    it.effect("scope templates: declared and custom, subset rule, duplicates, soft retirement, broker use", () =>
+      Effect.gen(function*() {
+        const { repo, world } = yield* linkedWorld
+        const path = "/integrations/providers/scmhost/scope-templates"
+        const listed = ok(yield* world.api("GET", path), {
+          scopeTemplates: Schema.Array(Schema.Struct({ templateId: Schema.String, status: Schema.String }))
+        }).scopeTemplates
+        assert.deepStrictEqual(listed.map((t) => t.templateId), ["repo-read", "repo-write", "ci-status"])
+        const created = yield* world.api("POST", path, {
+          templateId: "deploy-bot",
+          displayName: "Deploy bot",
+          permissions: { contents: "read", deployments: "write" }
+        })
+        assert.strictEqual(created.status, 200, created.text)
+        failed(
+          yield* world.api("POST", path, { templateId: "deploy-bot", displayName: "Again", permissions: {} }),
+          409,
+          "conflict"
+        )
+        failed(
+          yield* world.api("POST", path, { templateId: "repo-read", displayName: "Again", permissions: {} }),
+          409,
+          "conflict"
+        )
+        assert.deepStrictEqual(
+          Object.keys(invalidFields(
+            yield* world.api("POST", path, {
+              templateId: "too-much",
+              displayName: "Too much",
+              permissions: { metadata: "write" }
+            })
+          )),
+          ["permissions.metadata"]
+        )
+        invalidFields(yield* world.api("POST", path, { templateId: "Bad_Id", displayName: "x", permissions: {} }))
+        failed(yield* world.api("GET", "/integrations/providers/nope/scope-templates"), 404, "not_found")
+        // The installation lacks `deployments`: the broker refuses the template's permission.
+        const denied = yield* world.api("POST", "/integrations/scmhost/token", {
+          repositories: [repo.externalId],
+          template: "deploy-bot"
+        })
+        assert.strictEqual(failed(denied, 403, "forbidden").details["permission"], "deployments")
+        const retired = ok(yield* world.api("PATCH", `${path}/deploy-bot`, { status: "retired" }), {
+          scopeTemplate: Schema.Struct({ status: Schema.String })
+        }).scopeTemplate
+        assert.strictEqual(retired.status, "retired")
+        const after = ok(yield* world.api("GET", path), {
+          scopeTemplates: Schema.Array(Schema.Struct({ templateId: Schema.String, status: Schema.String }))
+        }).scopeTemplates
+        assert.strictEqual(after.find((t) => t.templateId === "deploy-bot")?.status, "retired")
+        invalidFields(
+          yield* world.api("POST", "/integrations/scmhost/token", {
+            repositories: [repo.externalId],
+            template: "deploy-bot"
+          })
+        )
+        failed(yield* world.api("PATCH", `${path}/repo-read`, { status: "retired" }), 409, "conflict")
+        failed(yield* world.api("PATCH", `${path}/missing`, { status: "retired" }), 404, "not_found")
+      }))
+
+    it.effect("installation webhooks suspend, unsuspend and revoke the connection", () =>
+      Effect.gen(function*() {
+        const { connected, repo, world } = yield* linkedWorld
+        const installation = (action: string) =>
+          sendWebhook(world.baseUrl, "installation", {
+            action,
+            installation: { id: Number(connected.installationId) }
+          }, { deliveryId: `${action}-${randomUUID()}` })
+        const statusNow = Effect.map(
+          world.api("GET", `/integrations/${connected.connection.id}`),
+          (res) => connectionOf(res).status
+        )
+        const waitFor = (status: string) =>
+          Effect.gen(function*() {
+            for (let i = 0; i < 100 && (yield* statusNow) !== status; i++) {
+              yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+            }
+            assert.strictEqual(yield* statusNow, status)
+          })
+        yield* installation("suspend")
+        yield* waitFor("suspended")
+        const key = randomUUID()
+        yield* sendWebhook(world.baseUrl, "push", pushPayload(connected.installationId, repo, "main"), {
+          deliveryId: key
+        })
+        assert.strictEqual((yield* settled(world, connected.connection.id, key)).failureReason, "connection_suspended")
+        yield* installation("unsuspend")
+        yield* waitFor("active")
+        yield* installation("deleted")
+        yield* waitFor("revoked")
       }))
   })
 }

@@ -764,6 +764,19 @@ const newRepoLink = (ctx: Ctx) =>
     return { ...connection, projectId, repo, repoLinkId: link.repoLink.id }
   })
 
+/** A child workspace of the (account-root) workspace, made by its creator, and a connection of the workspace. */
+const newChildAndConnection = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { connectionId } = yield* installedScm(ctx)
+    const { baseUrl } = yield* TestServer
+    const child = yield* call(baseUrl, "POST", "/v1/organizations", {
+      token: ctx.creator.token,
+      body: { name: `Matrix child ${randomUUID().slice(0, 8)}` }
+    })
+    const childId = ok(child, { organization: Organization }).organization.id
+    return { connectionId, childId }
+  })
+
 const integrationFixtures: Readonly<Record<string, Fixture>> = {
   "integrations.connect": {
     request: (ctx) => Effect.as(unlimitedProjects(ctx.orgId), { params: { provider: "scmhost" }, body: {} }),
@@ -840,6 +853,52 @@ const integrationFixtures: Readonly<Record<string, Fixture>> = {
   "integrations.deleteRepoLink": {
     request: (ctx) =>
       Effect.map(newRepoLink(ctx), ({ projectId, repoLinkId }) => ({ params: { projectId, repoLinkId } }))
+  },
+  "integrations.listGrants": {
+    request: (ctx) => Effect.map(installedScm(ctx), ({ connectionId }) => ({ params: { connectionId } }))
+  },
+  "integrations.createGrant": {
+    request: (ctx) =>
+      Effect.map(newChildAndConnection(ctx), ({ childId, connectionId }) => ({
+        params: { connectionId },
+        body: { workspaceOrgId: childId }
+      }))
+  },
+  "integrations.revokeGrant": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const { childId, connectionId } = yield* newChildAndConnection(ctx)
+        yield* asCreator(ctx, "POST", `/integrations/${connectionId}/grants`, { grant: Schema.Unknown }, {
+          workspaceOrgId: childId
+        })
+        return { params: { connectionId, workspaceOrgId: childId } }
+      })
+  },
+  "integrations.listScopeTemplates": {
+    request: () => Effect.succeed({ params: { provider: "scmhost" } }),
+    pathNamesNoResource: true
+  },
+  "integrations.createScopeTemplate": {
+    request: () =>
+      Effect.succeed({
+        params: { provider: "scmhost" },
+        body: {
+          templateId: `m-${randomUUID().slice(0, 8)}`,
+          displayName: "Matrix",
+          permissions: { contents: "read" }
+        }
+      }),
+    pathNamesNoResource: true
+  },
+  "integrations.updateScopeTemplate": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const templateId = `m-${randomUUID().slice(0, 8)}`
+        yield* asCreator(ctx, "POST", "/integrations/providers/scmhost/scope-templates", {
+          scopeTemplate: Schema.Unknown
+        }, { templateId, displayName: "Matrix", permissions: { contents: "read" } })
+        return { params: { provider: "scmhost", templateId }, body: { status: "retired" } }
+      })
   },
   "ingress.scmhostSetup": {
     request: (ctx) => Effect.map(installedScm(ctx), ({ query }) => ({ query }))
