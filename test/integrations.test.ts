@@ -10,6 +10,7 @@ import { AuditEntry, InboundDelivery, IntegrationConnection, Organization, RepoL
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { createHmac, generateKeyPairSync, randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -676,6 +677,67 @@ for (const backend of sqlBackends) {
         yield* installation("deleted")
         yield* waitFor("revoked")
       }))
+
+    it.effect("dbhost: a pasted token is verified, held in custody and never echoed; 412 reasons; unknown is 404", () =>
+      Effect.gen(function*() {
+        const world = yield* newWorld("dbhost")
+        const token = `dbh_${randomUUID()}`
+        const connected = connectionOf(
+          yield* world.api("POST", "/integrations/dbhost/connect", { parentToken: token, displayName: "Databases" })
+        )
+        assert.strictEqual(connected.status, "active")
+        assert.strictEqual(connected.externalAccountLogin, "sim-db-org")
+        failed(
+          yield* world.api("POST", "/integrations/dbhost/connect", { parentToken: `dbh_${randomUUID()}` }),
+          409,
+          "conflict"
+        )
+        const empty = yield* world.api("POST", "/integrations/dbhost/connect", { parentToken: "dbh_empty" })
+        assert.strictEqual(failed(empty, 412, "precondition_failed").details["reason"], "no_org_visible")
+        const pasted = `sk_live_${randomUUID()}`
+        const rejected = yield* world.api("POST", "/integrations/dbhost/connect", { parentToken: pasted })
+        assert.strictEqual(failed(rejected, 412, "precondition_failed").details["reason"], "token_rejected")
+        const tooLong = `dbh_${"x".repeat(5000)}`
+        const invalid = yield* world.api("POST", "/integrations/dbhost/connect", { parentToken: tooLong })
+        invalidFields(invalid)
+        const scoped = yield* world.api("POST", "/integrations/dbhost/connect", {
+          parentToken: `dbh_${randomUUID()}`,
+          scope: "another-org"
+        })
+        assert.strictEqual(failed(scoped, 412, "precondition_failed").details["reason"], "scope_not_visible")
+        failed(yield* world.api("POST", "/integrations/nowhere/connect", { parentToken: pasted }), 404, "not_found")
+        for (const res of [empty, rejected, invalid, scoped]) {
+          assert.notInclude(res.text, pasted)
+          assert.notInclude(res.text, "x".repeat(100))
+        }
+        yield* assertNotInDatabase([token, pasted], "integration_connections.sealed_token")
+        assert.isFalse(captured.some((line) => line.includes(token) || line.includes(pasted)))
+      }))
+
+    it.effect("entitlements: scmhost off is 403 naming it; limit.repo_links at the ceiling is 412", () =>
+      Effect.gen(function*() {
+        const { connected, repositories, world } = yield* linkedWorld
+        const sql = yield* SqlClient.SqlClient
+        const plan = `tight-${randomUUID().slice(0, 8)}`
+        yield* sql`insert into plans (id, name) values (${plan}, 'Tight')`.pipe(Effect.orDie)
+        yield* sql`
+          insert into plan_entitlements (plan_id, entitlement_key, value_type, enabled, limit_value)
+          values (${plan}, 'limit.repo_links', 'quantity', true, 1),
+            (${plan}, 'feature.integrations.scmhost', 'boolean', false, null)`.pipe(Effect.orDie)
+        yield* sql`
+          insert into workspace_plans (org_id, plan_id) values (${world.orgId}, ${plan})
+          on conflict (org_id) do update set plan_id = excluded.plan_id`.pipe(Effect.orDie)
+        const off = yield* world.api("POST", "/integrations/scmhost/connect", {})
+        assert.strictEqual(failed(off, 403, "forbidden").details["entitlement"], "feature.integrations.scmhost")
+        const full = yield* world.api("POST", `/projects/${world.projectId}/repo-links`, {
+          connectionId: connected.connection.id,
+          repoExternalId: repositories[1]!.externalId
+        })
+        assert.deepInclude(failed(full, 412, "precondition_failed").details, {
+          reason: "limit_reached",
+          entitlement: "limit.repo_links"
+        })
+      }))
   })
 }
 
@@ -719,6 +781,18 @@ describe("integrations: a provider that is down or failing", () => {
             { headers: { accept: "application/json" } }
           )
           failed(res, 502, "provider_unavailable")
+        }))
+      it.effect("generic providers: the custody gate comes before the provider; a failing provider is 502", () =>
+        Effect.gen(function*() {
+          const world = yield* newWorld()
+          const gate = yield* world.api("POST", "/integrations/plain/connect", { parentToken: "plain-secret-token" })
+          assert.deepInclude(failed(gate, 412, "precondition_failed").details, {
+            gate: "plain_custody",
+            reason: "not_configured"
+          })
+          const down = yield* world.api("POST", "/integrations/broken/connect", { parentToken: "broken-secret-token" })
+          failed(down, 502, "provider_unavailable")
+          assert.notInclude(gate.text + down.text, "secret-token")
         }))
     })
   }

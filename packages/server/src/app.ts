@@ -24,6 +24,7 @@ import { SecurityLog } from "./identity/securityLog.ts"
 import { IdentityService } from "./identity/service.ts"
 import { IngressHttp, IntegrationsHttp } from "./integrations/http.ts"
 import { IngressService } from "./integrations/ingress.ts"
+import { DbhostSimulatorRoutes, IntegrationProviders } from "./integrations/providers.ts"
 import { ScmhostClient } from "./integrations/scmhost.ts"
 import { IntegrationsService } from "./integrations/service.ts"
 import { ScmhostSimulatorRoutes } from "./integrations/simulator.ts"
@@ -116,7 +117,7 @@ const Services = OAuthService.layer.pipe(
     AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer)),
     Layer.mergeAll(IntegrationsService.layer, IngressService.layer).pipe(
       Layer.provideMerge(ScopeTemplatesService.layer),
-      Layer.provide(ScmhostClient.layer)
+      Layer.provide([ScmhostClient.layer, IntegrationProviders.layer])
     )
   )),
   Layer.provideMerge(WebhookDelivery),
@@ -190,6 +191,7 @@ const Http = Layer.mergeAll(
   EdgeLive,
   AgentSimulatorRoutes,
   ScmhostSimulatorRoutes,
+  DbhostSimulatorRoutes,
   EnvironmentSweep.background,
   WebhookWorker.background,
   LeaseSweep.background

@@ -54,6 +54,7 @@ import {
   Transactor
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { lock } from "../agents/custody.ts"
 import { randomBase64Url, signToken, verifyToken } from "../platform/crypto.ts"
 import { Entitlements } from "../platform/entitlements.ts"
 import { apiJson, eventActorOf, EventLog, previousJson } from "../platform/events.ts"
@@ -63,6 +64,7 @@ import { decide } from "../platform/rbac.ts"
 import { selfUrls } from "../platform/selfUrl.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
 import { findProject } from "../projects/scope.ts"
+import { IntegrationProviders } from "./providers.ts"
 import { missingPermission } from "./rules.ts"
 import { type Installation, ScmhostClient } from "./scmhost.ts"
 import { ScopeTemplatesService } from "./templates.ts"
@@ -264,6 +266,7 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
       const client = yield* ScmhostClient
       const urls = yield* selfUrls
       const grants = yield* IntegrationGrantsRepo
+      const providers = yield* IntegrationProviders
       const templates = yield* ScopeTemplatesService
 
       /** The account root sharing with this workspace, when it is a child. */
@@ -427,6 +430,95 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
       const grantNotFound = (workspaceOrgId: string) =>
         wireError(NotFound, "Admission grant not found", { workspaceOrgId })
 
+      /**
+       * A further provider: with `parentToken`, the custody gate first, then the token checked with the provider and
+       * an active connection for the first organization it sees (or the one `scope` names), the token in custody.
+       */
+      const connectGeneric = Effect.fnUntraced(function*(
+        actor: Actor,
+        workspace: ResolvedWorkspace,
+        provider: string,
+        input: ConnectInput
+      ) {
+        const configured = providers.find(provider)
+        if (Option.isNone(configured)) return yield* wireError(NotFound, "Unknown integration provider", { provider })
+        const token = input.parentToken
+        if (token === undefined) {
+          return yield* wireError(PreconditionFailed, `OAuth is not configured for ${provider}; paste a parentToken`, {
+            gate: `${provider}_oauth`,
+            reason: "not_configured"
+          })
+        }
+        if (!configured.value.custody) {
+          return yield* wireError(PreconditionFailed, `Custody of ${provider} tokens is not configured`, {
+            gate: `${provider}_custody`,
+            reason: "not_configured"
+          })
+        }
+        const check = yield* providers.checkToken(configured.value, token)
+        if (check._tag === "Rejected") {
+          return yield* wireError(PreconditionFailed, `The ${provider} API rejected the token`, {
+            reason: "token_rejected"
+          })
+        }
+        if (check.organizations.length === 0) {
+          return yield* wireError(PreconditionFailed, `The token sees no ${provider} organization`, {
+            reason: "no_org_visible"
+          })
+        }
+        const organization = input.scope === undefined
+          ? check.organizations[0]
+          : check.organizations.find((org) => org.id === input.scope || org.name === input.scope)
+        if (organization === undefined) {
+          return yield* wireError(PreconditionFailed, `The token does not see the organization named by scope`, {
+            reason: "scope_not_visible"
+          })
+        }
+        const at = yield* currentDate
+        const custody = lock(keys.kek, token)
+        const row: ConnectionRow = {
+          id: mint.integrationConnection(at.getTime()),
+          orgId: workspace.organization.id,
+          provider,
+          status: "active",
+          scope: workspace.organization.isAccountRoot ? "account" : "workspace",
+          shareMode: "auto",
+          displayName: input.displayName ?? organization.name,
+          externalAccountLogin: organization.name,
+          externalAccountType: "Organization",
+          externalAccountId: organization.id,
+          installationId: null,
+          repositorySelection: null,
+          permissionsJson: "{}",
+          stateId: null,
+          stateIssuedAt: null,
+          stateExpiresAt: null,
+          stateConsumedAt: null,
+          sealedToken: custody.sealedKey,
+          wrappedDataKey: custody.wrappedDataKey,
+          kekId: custody.kekId,
+          createdBy: actorId(actor),
+          connectedAt: at,
+          revokedAt: null,
+          suspendedAt: null,
+          createdAt: at,
+          updatedAt: at
+        }
+        return yield* tx.withTransaction(Effect.gen(function*() {
+          yield* connections.insert(row).pipe(
+            Effect.catchTag(
+              "UniqueViolation",
+              () =>
+                Effect.fail(wireError(Conflict, "This provider account already backs a connection in this workspace", {
+                  reason: "account_already_connected"
+                }))
+            )
+          )
+          yield* recordConnection(actor, "integration.connected", row)
+          return { connection: toConnection(row) }
+        }))
+      })
+
       return IntegrationsService.of({
         listGrants: Effect.fn("IntegrationsService.listGrants")(function*(workspace, connectionId) {
           const row = yield* findOwn(workspace, connectionId)
@@ -477,9 +569,7 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
         ),
 
         connect: Effect.fn("IntegrationsService.connect")(function*(actor, workspace, provider, input) {
-          if (provider !== SCMHOST) {
-            return yield* wireError(NotFound, "Unknown integration provider", { provider })
-          }
+          if (provider !== SCMHOST) return yield* connectGeneric(actor, workspace, provider, input)
           const orgId = workspace.organization.id
           if (!(yield* entitlements.isEnabled(orgId, "feature.integrations.scmhost"))) {
             return yield* wireError(Forbidden, "The workspace's plan does not include the scmhost integration", {

@@ -74,6 +74,34 @@ export interface AppConfigShape {
   readonly scmhostWebUrl: Option.Option<string>
   /** `SCMHOST_WEBHOOK_SECRET`: the HMAC key of `x-hub-signature-256` (development/test default in contract §3). */
   readonly scmhostWebhookSecret: Option.Option<Redacted.Redacted>
+  /** Further integration providers by name; development/test adds the simulated `dbhost`. */
+  readonly integrationProviders: ReadonlyArray<IntegrationProviderConfig>
+}
+
+/** A further integration provider (`INTEGRATION_<NAME>_*`, integrations-agents.md §2). */
+export interface IntegrationProviderConfig {
+  readonly name: string
+  /** `_API_URL`; None: this server's simulator (the development/test `dbhost`). */
+  readonly apiUrl: Option.Option<string>
+  /** `_CUSTODY=1`: pasted tokens may be held in custody. */
+  readonly custody: boolean
+}
+
+const INTEGRATION_API_URL = /^INTEGRATION_([A-Z0-9]+)_API_URL$/
+
+const integrationProviders = (env: Env, local: boolean): ReadonlyArray<IntegrationProviderConfig> => {
+  const configured = Object.keys(env).flatMap((key) => {
+    const name = INTEGRATION_API_URL.exec(key)?.[1]
+    const apiUrl = name === undefined ? Option.none() : nonEmpty(env, key)
+    if (name === undefined || Option.isNone(apiUrl)) return []
+    return [{
+      name: name.toLowerCase(),
+      apiUrl: Option.some(apiUrl.value.replace(/\/+$/, "")),
+      custody: env[`INTEGRATION_${name}_CUSTODY`] === "1"
+    }]
+  })
+  const dbhost = { name: "dbhost", apiUrl: Option.none(), custody: true }
+  return local && !configured.some((provider) => provider.name === "dbhost") ? [...configured, dbhost] : configured
 }
 
 /** The configured source-control app: `SCMHOST_API_URL`, `SCMHOST_APP_ID`, `SCMHOST_APP_PRIVATE_KEY`, `…_SLUG`. */
@@ -241,6 +269,7 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
           privateKey: Redacted.make(app.privateKey.replace(/\\n/g, "\n"))
         })
       ),
+      integrationProviders: integrationProviders(env, appEnv !== "production"),
       scmhostWebUrl: Option.map(nonEmpty(env, "SCMHOST_WEB_URL"), (url) => url.replace(/\/+$/, "")),
       scmhostWebhookSecret: Option.map(
         Option.orElse(
