@@ -9,6 +9,7 @@ import { audit } from "./commands/audit.ts"
 import { login, logout, whoami } from "./commands/auth.ts"
 import { config } from "./commands/config.ts"
 import { flags } from "./commands/flags.ts"
+import { integrations, repoLinks } from "./commands/integrations.ts"
 import { invitations } from "./commands/invitations.ts"
 import { members } from "./commands/members.ts"
 import { envs, projects } from "./commands/projects.ts"
@@ -47,6 +48,8 @@ export const cpctl = Command.make("cpctl").pipe(
     quotas,
     agents,
     admin,
+    integrations,
+    repoLinks,
     link,
     runs,
     jobs,

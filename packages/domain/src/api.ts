@@ -7,6 +7,7 @@ import { AuditApi } from "./audit.ts"
 import { BillingApi, BillingWebhooksApi } from "./billing.ts"
 import { ConfigurationApi, EnvironmentConfigurationApi, ProjectConfigurationApi } from "./config.ts"
 import { IdentityApi, SessionApi } from "./identity.ts"
+import { IngressApi, IntegrationsApi } from "./integrations.ts"
 import { JobLogsApi } from "./jobLogs.ts"
 import { CliLinkResolveApi, CliLinksApi } from "./links.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
@@ -54,6 +55,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(CliLinksApi)
   .add(CliLinkResolveApi)
   .add(OidcApi)
+  .add(IntegrationsApi)
+  .add(IngressApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -23,7 +23,10 @@ export const IdPrefix = {
   webhookSubscription: "whs_",
   deliveryAttempt: "whd_",
   quota: "quo_",
-  cliLink: "wsl_"
+  cliLink: "wsl_",
+  integrationConnection: "int_",
+  inboundDelivery: "igd_",
+  repoLink: "repl_"
 } as const
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
@@ -117,3 +120,12 @@ export const AgentConnectionId = Schema.String.annotate({
   Schema.isPattern(new RegExp(`^${IdPrefix.agentConnection}(${ULID}|platform_[a-z]+_[a-z0-9][a-z0-9-]{0,62})$`, "u"))
 ).pipe(Schema.brand("AgentConnectionId"))
 export type AgentConnectionId = typeof AgentConnectionId.Type
+
+export const IntegrationConnectionId = prefixed(IdPrefix.integrationConnection).pipe(
+  Schema.brand("IntegrationConnectionId")
+)
+export type IntegrationConnectionId = typeof IntegrationConnectionId.Type
+export const InboundDeliveryId = prefixed(IdPrefix.inboundDelivery).pipe(Schema.brand("InboundDeliveryId"))
+export type InboundDeliveryId = typeof InboundDeliveryId.Type
+export const RepoLinkId = prefixed(IdPrefix.repoLink).pipe(Schema.brand("RepoLinkId"))
+export type RepoLinkId = typeof RepoLinkId.Type

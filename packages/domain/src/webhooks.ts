@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, PreconditionFailed } from "./errors.ts"
 import { DeliveryAttemptId, EventId, OrgId, ProjectId, WebhookEndpointId, WebhookSubscriptionId } from "./ids.ts"
+import { integrationEventCatalog } from "./integrations.ts"
 import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
 import { Envelope, Page, Timestamp } from "./wire.ts"
@@ -109,7 +110,8 @@ export const eventCatalog = {
   "webhook_subscription.deleted": { resource: "subscription", fields: ["subscription"] },
   "webhook.delivery_succeeded": { resource: "deliveryAttempt", fields: lifecycleFields() },
   "webhook.delivery_failed": { resource: "deliveryAttempt", fields: lifecycleFields() },
-  "webhook.disabled": { resource: "endpoint", fields: lifecycleFields() }
+  "webhook.disabled": { resource: "endpoint", fields: lifecycleFields() },
+  ...integrationEventCatalog
 } as const satisfies Record<string, { readonly resource: string; readonly fields: ReadonlyArray<string> }>
 
 function lifecycleFields() {

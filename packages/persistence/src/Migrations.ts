@@ -18,6 +18,7 @@ import metering from "./migrations/0012_metering.ts"
 import agents from "./migrations/0013_agents.ts"
 import runState from "./migrations/0014_run_state.ts"
 import billing from "./migrations/0015_billing.ts"
+import integrations from "./migrations/0016_integrations.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -35,7 +36,8 @@ export const migrations = {
   "0012_metering": metering,
   "0013_agents": agents,
   "0014_run_state": runState,
-  "0015_billing": billing
+  "0015_billing": billing,
+  "0016_integrations": integrations
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

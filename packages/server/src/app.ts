@@ -29,6 +29,13 @@ import { IdentityHttp, SessionHttp } from "./identity/http.ts"
 import { OAuthService } from "./identity/oauth.ts"
 import { SecurityLog } from "./identity/securityLog.ts"
 import { IdentityService } from "./identity/service.ts"
+import { IngressHttp, IntegrationsHttp } from "./integrations/http.ts"
+import { IngressService } from "./integrations/ingress.ts"
+import { DbhostSimulatorRoutes, IntegrationProviders } from "./integrations/providers.ts"
+import { ScmhostClient } from "./integrations/scmhost.ts"
+import { IntegrationsService } from "./integrations/service.ts"
+import { ScmhostSimulatorRoutes } from "./integrations/simulator.ts"
+import { ScopeTemplatesService } from "./integrations/templates.ts"
 import { InvitationsHttp, MembersHttp } from "./members/http.ts"
 import { InvitationsService } from "./members/invitations.ts"
 import { MembersService } from "./members/service.ts"
@@ -123,7 +130,11 @@ const Services = OAuthService.layer.pipe(
     WebhooksService.layer,
     UsageService.layer.pipe(Layer.provideMerge(QuotasService.layer)),
     AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer)),
-    Billing
+    Billing,
+    Layer.mergeAll(IntegrationsService.layer, IngressService.layer).pipe(
+      Layer.provideMerge(ScopeTemplatesService.layer),
+      Layer.provide([ScmhostClient.layer, IntegrationProviders.layer])
+    )
   )),
   Layer.provideMerge(WebhookDelivery),
   Layer.provideMerge(Layer.mergeAll(Platform, Resolvers.pipe(Layer.provide(Platform))))
@@ -160,7 +171,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     CliLinksHttp,
     CliLinkResolveHttp,
     OidcHttp,
-    RunSecretsHttp
+    RunSecretsHttp,
+    IntegrationsHttp,
+    IngressHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )
@@ -197,6 +210,8 @@ const Http = Layer.mergeAll(
   AgentSimulatorRoutes,
   BillingSimulatorRoutes,
   BillingSweep.background,
+  ScmhostSimulatorRoutes,
+  DbhostSimulatorRoutes,
   EnvironmentSweep.background,
   WebhookWorker.background,
   LeaseSweep.background

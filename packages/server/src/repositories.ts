@@ -1,6 +1,12 @@
 /** One persistence flavour for the whole server: every repository plus the transaction service. */
 import {
   AgentConnectionsRepo,
+  InboundDeliveriesRepo,
+  IntegrationConnectionsRepo,
+  IntegrationGrantsRepo,
+  ScopeTemplatesRepo,
+  RepoLinksRepo,
+  SimInstallationsRepo,
   ApiKeysRepo,
   BillingRepo,
   ChallengesRepo,
@@ -67,6 +73,12 @@ export const RepositoriesSql = Layer.mergeAll(
   QuotasRepo.sql,
   ViolationsRepo.sql,
   AgentConnectionsRepo.sql,
+  IntegrationConnectionsRepo.sql,
+  RepoLinksRepo.sql,
+  InboundDeliveriesRepo.sql,
+  SimInstallationsRepo.sql,
+  IntegrationGrantsRepo.sql,
+  ScopeTemplatesRepo.sql,
   RunsRepo.sql,
   JobLogsRepo.sql,
   CliLinksRepo.sql
@@ -103,6 +115,12 @@ export const RepositoriesMemory = Layer.mergeAll(
   QuotasRepo.memory,
   ViolationsRepo.memory,
   AgentConnectionsRepo.memory,
+  IntegrationConnectionsRepo.memory,
+  RepoLinksRepo.memory,
+  InboundDeliveriesRepo.memory,
+  SimInstallationsRepo.memory,
+  IntegrationGrantsRepo.memory,
+  ScopeTemplatesRepo.memory,
   RunsRepo.memory,
   JobLogsRepo.memory,
   CliLinksRepo.memory

@@ -16,7 +16,9 @@ import {
   EnvironmentSlugFamily,
   EnvironmentsPage,
   EnvironmentTransition,
-  IdleEnvironments
+  EnvironmentUse,
+  IdleEnvironments,
+  ProjectKey
 } from "./rows.ts"
 
 /** The constraint behind the `UniqueViolation` of an environment slug already taken in the project. */
@@ -43,6 +45,13 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
   readonly archive: (change: EnvironmentTransition) => Effect.Effect<Option.Option<EnvironmentRow>>
   /** Records a push referencing the environment (run, plan, catalog push); None when it is not there. */
   readonly markActive: (change: EnvironmentTransition) => Effect.Effect<Option.Option<EnvironmentRow>>
+  /** The slugs of the project's active environments. */
+  readonly liveSlugs: (project: ProjectKey) => Effect.Effect<ReadonlyArray<string>>
+  /**
+   * A verified push to a branch mapped to the environment `slug`: `lastActiveAt` moves to `at` and an archived
+   * environment is active again; the row as it was before (None when the project has no such environment).
+   */
+  readonly markUsedBySlug: (use: EnvironmentUse) => Effect.Effect<Option.Option<EnvironmentRow>>
   /**
    * Archives up to `limit` active environments idle since before `cutoff` and returns them. SQL claims them with
    * `for update skip locked`: rows another transaction holds are skipped, so concurrent sweeps never share one.
@@ -90,6 +99,26 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
               ? Option.some({ ...row, status: "archived", archivedAt: at, updatedAt: at })
               : Option.none()),
         markActive: ({ at, ...key }) => change(key, (row) => Option.some({ ...row, lastActiveAt: at })),
+        liveSlugs: ({ orgId, projectId }) =>
+          Effect.sync(() =>
+            Array.from(environments.values())
+              .filter((row) => row.orgId === orgId && row.projectId === projectId && row.status === "active")
+              .map((row) => row.slug)
+          ),
+        markUsedBySlug: ({ at, orgId, projectId, slug }) =>
+          atomically((changes) => {
+            const before = Array.from(environments.values()).find((row) =>
+              row.orgId === orgId && row.projectId === projectId && row.slug === slug
+            )
+            if (before === undefined) return Effect.succeed(Option.none())
+            const lastActiveAt = before.lastActiveAt !== null && before.lastActiveAt > at ? before.lastActiveAt : at
+            changes.set(environments, before.id, {
+              ...before,
+              lastActiveAt,
+              ...(before.status === "archived" ? { status: "active", archivedAt: null, updatedAt: at } : {})
+            })
+            return Effect.succeed(Option.some(before))
+          }),
         archiveIdle: ({ cutoff, now, limit }) =>
           atomically((changes) => {
             const claimed = Array.from(environments.values())
@@ -166,6 +195,35 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
                 update environments set last_active_at = greatest(last_active_at, ${at})
                 where id = ${environmentId} and project_id = ${projectId} and org_id = ${orgId}
                 returning *`
+          }),
+          Effect.orDie
+        ),
+        liveSlugs: flow(
+          SqlSchema.findAll({
+            Request: ProjectKey,
+            Result: SlugRow,
+            execute: ({ orgId, projectId }) =>
+              sql`
+                select slug from environments
+                where project_id = ${projectId} and org_id = ${orgId} and status = 'active'`
+          }),
+          slugsOf,
+          Effect.orDie
+        ),
+        markUsedBySlug: flow(
+          SqlSchema.findOneOption({
+            Request: EnvironmentUse,
+            Result: EnvironmentRow,
+            execute: ({ at, orgId, projectId, slug }) =>
+              sql`
+                update environments as e set
+                  last_active_at = greatest(e.last_active_at, ${at}),
+                  status = 'active',
+                  archived_at = null,
+                  updated_at = case when e.status = 'archived' then ${at} else e.updated_at end
+                from environments as before
+                where e.id = before.id and e.project_id = ${projectId} and e.org_id = ${orgId} and e.slug = ${slug}
+                returning before.*`
           }),
           Effect.orDie
         ),

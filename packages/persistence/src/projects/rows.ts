@@ -49,6 +49,10 @@ export type EnvironmentSlugFamily = typeof EnvironmentSlugFamily.Type
 export const EnvironmentTransition = Schema.Struct({ ...EnvironmentKey.fields, at: Schema.Date })
 export type EnvironmentTransition = typeof EnvironmentTransition.Type
 
+/** A push to the branch mapped to the environment with this slug (integrations): it is in use at `at`. */
+export const EnvironmentUse = Schema.Struct({ ...ProjectKey.fields, slug: Schema.String, at: Schema.Date })
+export type EnvironmentUse = typeof EnvironmentUse.Type
+
 /** The idle sweep's claim: up to `limit` active environments idle since before `cutoff`, archived at `now`. */
 export const IdleEnvironments = Schema.Struct({ cutoff: Schema.Date, now: Schema.Date, limit: Schema.Int })
 export type IdleEnvironments = typeof IdleEnvironments.Type

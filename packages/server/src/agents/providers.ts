@@ -8,7 +8,7 @@ import type { AgentProvider } from "@cp/domain"
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { AppConfig } from "../platform/config.ts"
-import { ownBaseUrl } from "../platform/ownBaseUrl.ts"
+import { selfUrls } from "../platform/selfUrl.ts"
 
 /** Accepted (2xx of the provider's shape), rejected (401/403), or unreachable (anything else, a timeout included). */
 export type KeyCheck = "accepted" | "rejected" | "unreachable"
@@ -66,11 +66,11 @@ export class AgentProviderClient extends Context.Service<AgentProviderClient, {
     Effect.gen(function*() {
       const config = yield* AppConfig
       const http = (yield* HttpClient.HttpClient).pipe(HttpClient.mapRequest(HttpClientRequest.acceptJson))
-      // The simulator is this very server.
-      const ownUrl = yield* ownBaseUrl
+      // The simulator is this very server: its real address (a test listens on a port the OS picks).
+      const ownBaseUrl = (yield* selfUrls).own
       const baseUrlOf = (provider: AgentProvider) =>
         config.agentBaseUrls[provider] ??
-          (AppConfig.isLocal(config) ? `${ownUrl}/dev/agents/${provider}` : PUBLIC_BASE_URLS[provider])
+          (AppConfig.isLocal(config) ? `${ownBaseUrl}/dev/agents/${provider}` : PUBLIC_BASE_URLS[provider])
       const timeout = Duration.millis(config.agentProviderTimeoutMs)
 
       return AgentProviderClient.of({

@@ -7,7 +7,7 @@
 import { Context, Data, Duration, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { AppConfig } from "../platform/config.ts"
-import { ownBaseUrl } from "../platform/ownBaseUrl.ts"
+import { selfUrls } from "../platform/selfUrl.ts"
 import {
   CheckoutAnswer,
   type CheckoutRequest,
@@ -54,7 +54,7 @@ export class BillingProvider extends Context.Service<BillingProvider, {
     BillingProvider,
     Effect.gen(function*() {
       const config = yield* AppConfig
-      const ownUrl = yield* ownBaseUrl
+      const ownUrl = (yield* selfUrls).own
       const baseUrl: Option.Option<string> = Option.orElse(
         config.billprovApiUrl,
         () => AppConfig.isLocal(config) ? Option.some(`${ownUrl}/dev/billprov`) : Option.none()

@@ -17,7 +17,7 @@ import {
 import { Webhook } from "standardwebhooks"
 import { AppConfig } from "../platform/config.ts"
 import { newId } from "../platform/ids.ts"
-import { ownBaseUrl } from "../platform/ownBaseUrl.ts"
+import { selfUrls } from "../platform/selfUrl.ts"
 import {
   CheckoutRequest,
   CustomerInput,
@@ -86,7 +86,7 @@ export class BillingSimulator extends Context.Service<BillingSimulator, {
       const config = yield* AppConfig
       const http = yield* HttpClient.HttpClient
       const webhook = Option.map(config.billprovWebhookSecret, (secret) => new Webhook(Redacted.value(secret)))
-      const ingress = `${yield* ownBaseUrl}/v1/billing/webhooks/billprov`
+      const ingress = `${(yield* selfUrls).own}/v1/billing/webhooks/billprov`
       const state: SimulatorState = {
         customers: new Map(),
         checkouts: new Map(),

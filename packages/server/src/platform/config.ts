@@ -75,7 +75,52 @@ export interface AppConfigShape {
   readonly billprovWebhookSecret: Option.Option<Redacted.Redacted>
   /** `BILLPROV_TIMEOUT_MS`: how long one provider call may take (metering-billing.md §6: 10 s). */
   readonly billprovTimeoutMs: number
+  /** The source-control app (integrations-agents.md §1); None: the simulator (development/test) or not configured. */
+  readonly scmhostApp: Option.Option<ScmhostAppConfig>
+  /** `SCMHOST_WEB_URL`: where people install the app; unset: the simulator's pages (development/test). */
+  readonly scmhostWebUrl: Option.Option<string>
+  /** `SCMHOST_WEBHOOK_SECRET`: the HMAC key of `x-hub-signature-256` (development/test default in contract §3). */
+  readonly scmhostWebhookSecret: Option.Option<Redacted.Redacted>
+  /** Further integration providers by name; development/test adds the simulated `dbhost`. */
+  readonly integrationProviders: ReadonlyArray<IntegrationProviderConfig>
 }
+
+/** A further integration provider (`INTEGRATION_<NAME>_*`, integrations-agents.md §2). */
+export interface IntegrationProviderConfig {
+  readonly name: string
+  /** `_API_URL`; None: this server's simulator (the development/test `dbhost`). */
+  readonly apiUrl: Option.Option<string>
+  /** `_CUSTODY=1`: pasted tokens may be held in custody. */
+  readonly custody: boolean
+}
+
+const INTEGRATION_API_URL = /^INTEGRATION_([A-Z0-9]+)_API_URL$/
+
+const integrationProviders = (env: Env, local: boolean): ReadonlyArray<IntegrationProviderConfig> => {
+  const configured = Object.keys(env).flatMap((key) => {
+    const name = INTEGRATION_API_URL.exec(key)?.[1]
+    const apiUrl = name === undefined ? Option.none() : nonEmpty(env, key)
+    if (name === undefined || Option.isNone(apiUrl)) return []
+    return [{
+      name: name.toLowerCase(),
+      apiUrl: Option.some(apiUrl.value.replace(/\/+$/, "")),
+      custody: env[`INTEGRATION_${name}_CUSTODY`] === "1"
+    }]
+  })
+  const dbhost = { name: "dbhost", apiUrl: Option.none(), custody: true }
+  return local && !configured.some((provider) => provider.name === "dbhost") ? [...configured, dbhost] : configured
+}
+
+/** The configured source-control app: `SCMHOST_API_URL`, `SCMHOST_APP_ID`, `SCMHOST_APP_PRIVATE_KEY`, `…_SLUG`. */
+export interface ScmhostAppConfig {
+  readonly apiUrl: string
+  readonly appId: string
+  readonly privateKey: Redacted.Redacted
+  readonly slug: string
+}
+
+/** The development/test webhook secret of contract §3. */
+export const DEV_SCMHOST_WEBHOOK_SECRET = "dev-scmhost-webhook-secret"
 
 /** A trusted CI OIDC issuer: tokens must carry this `iss` and `aud` and verify against the JWKS. */
 export interface OidcIssuer {
@@ -236,7 +281,30 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
         ),
         Redacted.make
       ),
-      billprovTimeoutMs
+      billprovTimeoutMs,
+      scmhostApp: Option.map(
+        Option.all({
+          apiUrl: nonEmpty(env, "SCMHOST_API_URL"),
+          appId: nonEmpty(env, "SCMHOST_APP_ID"),
+          privateKey: nonEmpty(env, "SCMHOST_APP_PRIVATE_KEY"),
+          slug: nonEmpty(env, "SCMHOST_APP_SLUG")
+        }),
+        (app) => ({
+          ...app,
+          apiUrl: app.apiUrl.replace(/\/+$/, ""),
+          // PEM keys pasted into one-line variables keep their line breaks as `\n`.
+          privateKey: Redacted.make(app.privateKey.replace(/\\n/g, "\n"))
+        })
+      ),
+      integrationProviders: integrationProviders(env, appEnv !== "production"),
+      scmhostWebUrl: Option.map(nonEmpty(env, "SCMHOST_WEB_URL"), (url) => url.replace(/\/+$/, "")),
+      scmhostWebhookSecret: Option.map(
+        Option.orElse(
+          nonEmpty(env, "SCMHOST_WEBHOOK_SECRET"),
+          () => appEnv === "production" ? Option.none() : Option.some(DEV_SCMHOST_WEBHOOK_SECRET)
+        ),
+        Redacted.make
+      )
     }
   })
 
