@@ -10,6 +10,7 @@ import { JobLogsApi } from "./jobLogs.ts"
 import { CliLinkResolveApi, CliLinksApi } from "./links.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { UsageApi } from "./metering.ts"
+import { ObjectsApi } from "./objects.ts"
 import { OidcApi } from "./oidc.ts"
 import { ProjectsApi } from "./projects.ts"
 import { QuotasApi } from "./quotas.ts"
@@ -18,6 +19,7 @@ import { RunsApi } from "./runs.ts"
 import { RunSecretsApi } from "./runSecrets.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
+import { StateReadModelsApi } from "./stateUsage.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
 import { WebhooksApi } from "./webhooks.ts"
@@ -51,6 +53,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(CliLinksApi)
   .add(CliLinkResolveApi)
   .add(OidcApi)
+  .add(ObjectsApi)
+  .add(StateReadModelsApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

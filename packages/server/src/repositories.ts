@@ -14,6 +14,7 @@ import {
   JobLogsRepo,
   MembersRepo,
   OAuthRepo,
+  ObjectsRepo,
   OrganizationsRepo,
   OutboxRepo,
   ProjectsRepo,
@@ -67,7 +68,8 @@ export const RepositoriesSql = Layer.mergeAll(
   AgentConnectionsRepo.sql,
   RunsRepo.sql,
   JobLogsRepo.sql,
-  CliLinksRepo.sql
+  CliLinksRepo.sql,
+  ObjectsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -100,7 +102,8 @@ export const RepositoriesMemory = Layer.mergeAll(
   QuotasRepo.memory,
   ViolationsRepo.memory,
   AgentConnectionsRepo.memory,
-  RunsRepo.memory,
-  JobLogsRepo.memory,
-  CliLinksRepo.memory
+  // Memory log chunks find their workspace through the runs.
+  JobLogsRepo.memory.pipe(Layer.provideMerge(RunsRepo.memory)),
+  CliLinksRepo.memory,
+  ObjectsRepo.memory
 )

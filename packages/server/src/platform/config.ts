@@ -68,6 +68,8 @@ export interface AppConfigShape {
   readonly scmhostWebHost: string
   /** CI OIDC issuers trusted by the workflow-credential exchange (`CI_OIDC_ISSUERS`, a JSON array). */
   readonly ciOidcIssuers: ReadonlyArray<OidcIssuer>
+  /** Objects used more recently than this many seconds are never collected (`GC_GRACE_SECONDS`, default 86400). */
+  readonly gcGraceSeconds: number
 }
 
 /** A trusted CI OIDC issuer: tokens must carry this `iss` and `aud` and verify against the JWKS. */
@@ -134,6 +136,10 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
     )
     if (!Number.isInteger(environmentRetentionDays) || environmentRetentionDays < 1) {
       return yield* new ConfigError({ message: "ENVIRONMENT_RETENTION_DAYS must be a positive integer" })
+    }
+    const gcGraceSeconds = Number(nonEmpty(env, "GC_GRACE_SECONDS").pipe(Option.getOrElse(() => "86400")))
+    if (!Number.isInteger(gcGraceSeconds) || gcGraceSeconds < 0) {
+      return yield* new ConfigError({ message: "GC_GRACE_SECONDS must be a non-negative integer" })
     }
     const ciOidcIssuers = yield* Schema.decodeUnknownEffect(OidcIssuers)(
       nonEmpty(env, "CI_OIDC_ISSUERS").pipe(Option.getOrElse(() => "[]"))
@@ -205,6 +211,7 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       oauthProviders: oauthProviders(env),
       otlpEndpoint: nonEmpty(env, "OTEL_EXPORTER_OTLP_ENDPOINT"),
       environmentRetentionDays,
+      gcGraceSeconds,
       webhookAllowPrivateNetworks: env.WEBHOOK_ALLOW_PRIVATE_NETWORKS === "1",
       webhookExtraCaCerts: nonEmpty(env, "NODE_EXTRA_CA_CERTS"),
       webhookWorker: env.WEBHOOK_WORKER !== "0",

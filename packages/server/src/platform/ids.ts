@@ -21,6 +21,7 @@ import {
   SessionId,
   SettingId,
   TeamId,
+  UploadId,
   UsageRecordId,
   UserId,
   WebhookEndpointId,
@@ -83,6 +84,9 @@ export const mint = {
   webhookSubscription: (now: number) => WebhookSubscriptionId.make(newId(IdPrefix.webhookSubscription, now), trusted),
   deliveryAttempt: (now: number) => DeliveryAttemptId.make(newId(IdPrefix.deliveryAttempt, now), trusted),
   cliLink: (now: number) => LinkId.make(newId(IdPrefix.cliLink, now), trusted),
+  objectUpload: (now: number) => UploadId.make(newId(IdPrefix.objectUpload, now), trusted),
+  /** The chunk rows of one streamed body: never on the wire. */
+  blob: (now: number) => newId("blb_", now),
   apiKey: (now: number) => ApiKeyId.make(newUuid(now), trusted),
   eventId: (now: number) => EventId.make(newUuid(now), trusted),
   auditEntryId: (now: number) => AuditEntryId.make(newUuid(now), trusted),
