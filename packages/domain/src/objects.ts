@@ -97,8 +97,14 @@ export type GcCollectInput = typeof GcCollectInput.Type
 export const GcCollection = Schema.Struct({ dryRun: Schema.Boolean, collected: Tally, digests: Schema.Array(Digest) })
 export type GcCollection = typeof GcCollection.Type
 
-/** A raw body of at most 64 MiB, read as it arrives. */
-const RawBody = HttpApiSchema.StreamUint8Array({ maxBytes: MAX_OBJECT_PUT_BYTES })
+/**
+ * A raw body of at most 64 MiB, read as it arrives. `application/octet-stream`; a body labelled JSON is taken as the
+ * same bytes (the digest is of the bytes, whatever their label).
+ */
+const RawBody = HttpApiSchema.StreamUint8Array({
+  contentType: ["application/octet-stream", "application/json"],
+  maxBytes: MAX_OBJECT_PUT_BYTES
+})
 
 const projectParams = { orgId: OrgRef, projectId: ProjectId }
 const objectParams = {
@@ -111,7 +117,7 @@ const partParams = {
   partNumber: Schema.NumberFromString.check(
     Schema.isInt(),
     Schema.isBetween({ minimum: 1, maximum: MAX_UPLOAD_PARTS })
-  ).annotate({ description: "The part's number, 1 to 10000; parts are assembled in this order" })
+  ).pipe(Schema.annotateEncoded({ description: "The part's number, 1 to 10000; parts are assembled in this order" }))
 }
 const STATE = "/v1/organizations/:orgId/projects/:projectId/state"
 
