@@ -6,12 +6,13 @@
  */
 import { Digest, EMPTY_DIGEST, UploadId } from "@cp/domain"
 import { assert } from "@effect/vitest"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Option, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { ulid } from "ulid"
 import { ObjectsRepo } from "../../src/objects/ObjectsRepo.ts"
 import type { ObjectRow } from "../../src/objects/rows.ts"
 import { ProjectsRepo } from "../../src/projects/ProjectsRepo.ts"
+import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
 import { at, storedProjectScope } from "../fixtures.ts"
 import { describeContract } from "../harness.ts"
@@ -146,5 +147,29 @@ describeContract("ObjectsRepo", Repos, (it) => {
       assert.isTrue(Option.isSome(yield* objects.find(leaf)))
       const entries = yield* objects.gcEntries(project.projectId)
       assert.strictEqual(entries.length, 3)
+    }))
+
+  it.effect("a GC delete racing a transaction that uses the object waits for it and keeps the object", () =>
+    Effect.gen(function*() {
+      const objects = yield* ObjectsRepo
+      const tx = yield* Transactor
+      const project = yield* scope
+      const row = objectRow(project, `raced ${randomUUID()}`, 1)
+      yield* objects.insert(row)
+      const using = yield* Deferred.make<void>()
+      // The delete starts while the writer's transaction holds the row it marked used.
+      const deleting = yield* Effect.forkChild(
+        Effect.andThen(
+          Deferred.await(using),
+          objects.deleteCollectable({ projectId: project.projectId, digests: [row.digest], startedAt: at(10) })
+        )
+      )
+      yield* tx.withTransaction(Effect.gen(function*() {
+        assert.isTrue(yield* objects.use({ ...row, at: at(20) }))
+        yield* Deferred.succeed(using, undefined)
+        yield* Effect.sleep(Duration.millis(200))
+      }))
+      assert.deepStrictEqual(yield* Fiber.join(deleting), [])
+      assert.isTrue(Option.isSome(yield* objects.find(row)))
     }))
 })
