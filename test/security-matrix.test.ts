@@ -39,9 +39,11 @@ import {
   Run,
   Secret,
   Setting,
+  StoredObject,
   Team,
   TeamMember,
   TeamRoleGrant,
+  Upload,
   WebhookSubscription,
   type WorkspaceRole,
   workspaceRoles
@@ -52,7 +54,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { HttpApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { createHmac, randomUUID } from "node:crypto"
+import { createHash, createHmac, randomUUID } from "node:crypto"
 import { Webhook } from "standardwebhooks"
 import { monotonicFactory } from "ulid"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
@@ -920,7 +922,83 @@ const integrationFixtures: Readonly<Record<string, Fixture>> = {
         }
       })
     }
-  }
+  },
+const sha256Of = (text: string) => `sha256:${createHash("sha256").update(text).digest("hex")}`
+
+/** A fresh object of the matrix project, stored by the creator: its project and digest. */
+const newObject = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { projectId } = yield* configScopeOf(ctx)
+    const bytes = `matrix ${randomUUID()}`
+    const digest = sha256Of(bytes)
+    yield* asCreator(ctx, "PUT", `/projects/${projectId}/state/objects/${digest}`, { object: StoredObject }, bytes)
+    return { projectId, digest }
+  })
+
+/** A fresh upload of the matrix project whose part 1 holds all of `bytes`: its route parameters. */
+const newUpload = (ctx: Ctx, bytes: string) =>
+  Effect.gen(function*() {
+    const { projectId } = yield* configScopeOf(ctx)
+    const digest = sha256Of(bytes)
+    const path = `/projects/${projectId}/state/objects/${digest}/uploads`
+    const { upload } = yield* asCreator(ctx, "POST", path, { upload: Upload }, { size: Buffer.byteLength(bytes) })
+    return { projectId, digest, uploadId: upload.id }
+  })
+
+const objectFixtures: Record<string, Fixture> = {
+  "objects.missing": {
+    request: (ctx) =>
+      Effect.map(configScopeOf(ctx), ({ projectId }) => ({
+        params: { projectId },
+        body: { digests: [sha256Of("matrix none")] }
+      }))
+  },
+  "objects.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "objects.put": {
+    request: (ctx) =>
+      Effect.map(configScopeOf(ctx), ({ projectId }) => {
+        const bytes = `matrix ${randomUUID()}`
+        return { params: { projectId, digest: sha256Of(bytes) }, body: bytes }
+      })
+  },
+  "objects.get": { request: (ctx) => Effect.map(newObject(ctx), (params) => ({ params })) },
+  "objects.startUpload": {
+    request: (ctx) =>
+      Effect.map(configScopeOf(ctx), ({ projectId }) => ({
+        params: { projectId, digest: sha256Of(`matrix ${randomUUID()}`) },
+        body: { size: 10 }
+      }))
+  },
+  "objects.putPart": {
+    request: (ctx) =>
+      Effect.map(newUpload(ctx, `matrix ${randomUUID()}`), (params) => ({
+        params: { ...params, partNumber: "1" },
+        body: "part"
+      }))
+  },
+  "objects.completeUpload": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const bytes = `matrix ${randomUUID()}`
+        const params = yield* newUpload(ctx, bytes)
+        yield* asCreator(
+          ctx,
+          "PUT",
+          `/projects/${params.projectId}/state/objects/${params.digest}/uploads/${params.uploadId}/parts/1`,
+          { part: Schema.Unknown },
+          bytes
+        )
+        return { params }
+      })
+  },
+  "objects.gcReport": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } }))
+  },
+  "objects.gcCollect": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId }, body: {} }))
+  },
+  "stateReadModels.usage": { request: none },
+  "stateReadModels.runs": { request: none }
 }
 
 /**
@@ -931,6 +1009,7 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   ...integrationFixtures,
   ...webhookFixtures,
   ...runFixtures,
+  ...objectFixtures,
   ...linkFixtures,
   ...oidcFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),

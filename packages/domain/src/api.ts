@@ -12,6 +12,7 @@ import { JobLogsApi } from "./jobLogs.ts"
 import { CliLinkResolveApi, CliLinksApi } from "./links.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { UsageApi } from "./metering.ts"
+import { ObjectsApi } from "./objects.ts"
 import { OidcApi } from "./oidc.ts"
 import { ProjectsApi } from "./projects.ts"
 import { QuotasApi } from "./quotas.ts"
@@ -20,6 +21,7 @@ import { RunsApi } from "./runs.ts"
 import { RunSecretsApi } from "./runSecrets.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
+import { StateReadModelsApi } from "./stateUsage.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
 import { WebhooksApi } from "./webhooks.ts"
@@ -57,6 +59,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(OidcApi)
   .add(IntegrationsApi)
   .add(IngressApi)
+  .add(ObjectsApi)
+  .add(StateReadModelsApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

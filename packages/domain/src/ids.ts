@@ -26,7 +26,8 @@ export const IdPrefix = {
   cliLink: "wsl_",
   integrationConnection: "int_",
   inboundDelivery: "igd_",
-  repoLink: "repl_"
+  repoLink: "repl_",
+  objectUpload: "upl_"
 } as const
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
@@ -129,3 +130,5 @@ export const InboundDeliveryId = prefixed(IdPrefix.inboundDelivery).pipe(Schema.
 export type InboundDeliveryId = typeof InboundDeliveryId.Type
 export const RepoLinkId = prefixed(IdPrefix.repoLink).pipe(Schema.brand("RepoLinkId"))
 export type RepoLinkId = typeof RepoLinkId.Type
+export const UploadId = prefixed(IdPrefix.objectUpload).pipe(Schema.brand("UploadId"))
+export type UploadId = typeof UploadId.Type

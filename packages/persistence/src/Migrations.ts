@@ -19,6 +19,7 @@ import agents from "./migrations/0013_agents.ts"
 import runState from "./migrations/0014_run_state.ts"
 import billing from "./migrations/0015_billing.ts"
 import integrations from "./migrations/0016_integrations.ts"
+import objects from "./migrations/0017_objects.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -37,7 +38,8 @@ export const migrations = {
   "0013_agents": agents,
   "0014_run_state": runState,
   "0015_billing": billing,
-  "0016_integrations": integrations
+  "0016_integrations": integrations,
+  "0017_objects": objects
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

@@ -39,6 +39,11 @@ import { ScopeTemplatesService } from "./integrations/templates.ts"
 import { InvitationsHttp, MembersHttp } from "./members/http.ts"
 import { InvitationsService } from "./members/invitations.ts"
 import { MembersService } from "./members/service.ts"
+import { GcService } from "./objects/gc.ts"
+import { ObjectsHttp, StateReadModelsHttp } from "./objects/http.ts"
+import { StateReadModels } from "./objects/readModels.ts"
+import { ObjectsService } from "./objects/service.ts"
+import { UploadSweep } from "./objects/sweep.ts"
 import { ApiMiddlewareLive } from "./platform/apiMiddleware.ts"
 import { ContractVersionGateLive } from "./platform/contractVersion.ts"
 import { EdgeLive } from "./platform/edge.ts"
@@ -113,7 +118,10 @@ const Services = OAuthService.layer.pipe(
       JobLogsService.layer,
       CliLinksService.layer,
       WorkflowCredentials.layer,
-      RunSecretsService.layer
+      RunSecretsService.layer,
+      UploadSweep.layer.pipe(Layer.provideMerge(ObjectsService.layer)),
+      GcService.layer,
+      StateReadModels.layer
     )
   ),
   Layer.provideMerge(Layer.mergeAll(
@@ -173,7 +181,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     OidcHttp,
     RunSecretsHttp,
     IntegrationsHttp,
-    IngressHttp
+    IngressHttp,
+    ObjectsHttp,
+    StateReadModelsHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )
@@ -214,7 +224,8 @@ const Http = Layer.mergeAll(
   DbhostSimulatorRoutes,
   EnvironmentSweep.background,
   WebhookWorker.background,
-  LeaseSweep.background
+  LeaseSweep.background,
+  UploadSweep.background
 )
 
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */

@@ -21,6 +21,7 @@ import {
   JobLogsRepo,
   MembersRepo,
   OAuthRepo,
+  ObjectsRepo,
   OrganizationsRepo,
   OutboxRepo,
   ProjectsRepo,
@@ -81,7 +82,8 @@ export const RepositoriesSql = Layer.mergeAll(
   ScopeTemplatesRepo.sql,
   RunsRepo.sql,
   JobLogsRepo.sql,
-  CliLinksRepo.sql
+  CliLinksRepo.sql,
+  ObjectsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -123,5 +125,6 @@ export const RepositoriesMemory = Layer.mergeAll(
   ScopeTemplatesRepo.memory,
   RunsRepo.memory,
   JobLogsRepo.memory,
-  CliLinksRepo.memory
+  CliLinksRepo.memory,
+  ObjectsRepo.memory
 )

@@ -20,6 +20,7 @@ import {
   type JobsOfRun,
   type MemoKey,
   type RunAdvance,
+  type OutputsSince,
   type RunEventRow,
   RunEventRow as RunEventRowSchema,
   type RunEventsWindow,
@@ -28,6 +29,9 @@ import {
   RunRow as RunRowSchema,
   type RunsPage
 } from "./rows.ts"
+
+/** An object digest, as job outputs name objects. */
+const DIGEST = /^sha256:[0-9a-f]{64}$/
 
 export class RunsRepo extends Context.Service<RunsRepo, {
   /** The run and its jobs; `UniqueViolation` on `runs_pkey` when the run id is taken. */
@@ -69,6 +73,8 @@ export class RunsRepo extends Context.Service<RunsRepo, {
    * until the transaction ends; jobs another transaction holds are skipped (`for update skip locked`).
    */
   readonly claimExpired: (request: ExpiredLeases) => Effect.Effect<ReadonlyArray<JobRow>>
+  /** The output values of the project's jobs, of runs created since `since`, that are object digests (GC roots). */
+  readonly outputDigests: (request: OutputsSince) => Effect.Effect<ReadonlyArray<string>>
 }>()("@cp/persistence/runs/RunsRepo") {
   static readonly memory = Layer.sync(RunsRepo, () => {
     const runs = new Map<string, RunRow>()
@@ -101,7 +107,7 @@ export class RunsRepo extends Context.Service<RunsRepo, {
         Effect.sync(() =>
           windowOf(
             Array.from(runs.values()).filter((row) =>
-              row.orgId === page.orgId && row.projectId === page.projectId &&
+              row.orgId === page.orgId && (page.projectId === undefined || row.projectId === page.projectId) &&
               (page.status === undefined || row.status === page.status) &&
               (page.environmentId === undefined || row.environmentId === page.environmentId)
             ),
@@ -179,7 +185,18 @@ export class RunsRepo extends Context.Service<RunsRepo, {
           Array.from(jobs.values()).filter((job) => isExpired(job, now))
             .sort((a, b) => a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.position - b.position)
             .slice(0, limit)
-        )
+        ),
+      outputDigests: ({ projectId, since }) =>
+        Effect.sync(() => {
+          const found = new Set<string>()
+          for (const run of runs.values()) {
+            if (run.projectId !== projectId || run.createdAt < since) continue
+            for (const job of jobsOf(run.id)) {
+              for (const value of Object.values(job.outputs)) if (DIGEST.test(value)) found.add(value)
+            }
+          }
+          return Array.from(found)
+        })
     })
   })
 
@@ -189,6 +206,7 @@ export class RunsRepo extends Context.Service<RunsRepo, {
       const sql = yield* PgClient.PgClient
       const decodeRuns = Schema.decodeUnknownEffect(Schema.Array(RunRowSchema))
       const decodeJobs = Schema.decodeUnknownEffect(Schema.Array(JobRowSchema))
+      const decodeDigests = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ digest: Schema.String })))
       const decodeEvents = Schema.decodeUnknownEffect(Schema.Array(RunEventRowSchema))
       const runs = (statement: Statement.Statement<unknown>) => Effect.orDie(Effect.flatMap(statement, decodeRuns))
       const firstRun = (statement: Statement.Statement<unknown>) =>
@@ -224,7 +242,7 @@ export class RunsRepo extends Context.Service<RunsRepo, {
         list: ({ environmentId, orgId, projectId, status, ...window }) =>
           runs(keysetQuery(sql, sql`select * from runs`, [
             sql`org_id = ${orgId}`,
-            sql`project_id = ${projectId}`,
+            ...(projectId === undefined ? [] : [sql`project_id = ${projectId}`]),
             ...(status === undefined ? [] : [sql`status = ${status}`]),
             ...(environmentId === undefined ? [] : [sql`environment_id = ${environmentId}`])
           ], window)),
@@ -307,7 +325,16 @@ export class RunsRepo extends Context.Service<RunsRepo, {
               or (timeout_seconds is not null and started_at + timeout_seconds * interval '1 second' <= ${now}))
             order by run_id, position
             limit ${limit}
-            for update skip locked`)
+            for update skip locked`),
+        outputDigests: ({ projectId, since }) =>
+          Effect.orDie(Effect.flatMap(
+            sql`
+              select distinct output.value as digest
+              from jobs j join runs r on r.id = j.run_id, jsonb_each_text(j.outputs) output
+              where j.project_id = ${projectId} and r.created_at >= ${since}
+                and output.value ~ '^sha256:[0-9a-f]{64}$'`,
+            decodeDigests
+          )).pipe(Effect.map((rows) => rows.map((row) => row.digest)))
       })
     })
   )

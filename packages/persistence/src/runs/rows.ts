@@ -41,7 +41,8 @@ export type RunKey = typeof RunKey.Type
 /** A page of a project's runs, newest first, optionally of one status or environment. */
 export const RunsPage = Schema.Struct({
   orgId: OrgId,
-  projectId: ProjectId,
+  /** Absent: the workspace's runs across its projects (the org-wide feed). */
+  projectId: Schema.optional(ProjectId),
   status: Schema.optional(RunStatus),
   environmentId: Schema.optional(Schema.String),
   ...pageFields
@@ -111,3 +112,7 @@ export const LinksOf = Schema.Struct({
   remoteUrl: Schema.optional(Schema.String)
 })
 export type LinksOf = typeof LinksOf.Type
+
+/** Which job outputs GC counts as roots: those of the project's runs created at or after `since`. */
+export const OutputsSince = Schema.Struct({ projectId: ProjectId, since: Schema.Date })
+export type OutputsSince = typeof OutputsSince.Type

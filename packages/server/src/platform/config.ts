@@ -82,7 +82,9 @@ export interface AppConfigShape {
   /** `SCMHOST_WEBHOOK_SECRET`: the HMAC key of `x-hub-signature-256` (development/test default in contract §3). */
   readonly scmhostWebhookSecret: Option.Option<Redacted.Redacted>
   /** Further integration providers by name; development/test adds the simulated `dbhost`. */
-  readonly integrationProviders: ReadonlyArray<IntegrationProviderConfig>
+  readonly integrationProviders: ReadonlyArray<IntegrationProviderConfig>,
+  /** Objects used more recently than this many seconds are never collected (`GC_GRACE_SECONDS`, default 86400). */
+  readonly gcGraceSeconds: number
 }
 
 /** A further integration provider (`INTEGRATION_<NAME>_*`, integrations-agents.md §2). */
@@ -192,6 +194,10 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
     if (!Number.isInteger(environmentRetentionDays) || environmentRetentionDays < 1) {
       return yield* new ConfigError({ message: "ENVIRONMENT_RETENTION_DAYS must be a positive integer" })
     }
+    const gcGraceSeconds = Number(nonEmpty(env, "GC_GRACE_SECONDS").pipe(Option.getOrElse(() => "86400")))
+    if (!Number.isInteger(gcGraceSeconds) || gcGraceSeconds < 0) {
+      return yield* new ConfigError({ message: "GC_GRACE_SECONDS must be a non-negative integer" })
+    }
     const ciOidcIssuers = yield* Schema.decodeUnknownEffect(OidcIssuers)(
       nonEmpty(env, "CI_OIDC_ISSUERS").pipe(Option.getOrElse(() => "[]"))
     ).pipe(
@@ -266,6 +272,7 @@ export const parseConfig = (env: Env): Effect.Effect<AppConfigShape, ConfigError
       oauthProviders: oauthProviders(env),
       otlpEndpoint: nonEmpty(env, "OTEL_EXPORTER_OTLP_ENDPOINT"),
       environmentRetentionDays,
+      gcGraceSeconds,
       webhookAllowPrivateNetworks: env.WEBHOOK_ALLOW_PRIVATE_NETWORKS === "1",
       webhookExtraCaCerts: nonEmpty(env, "NODE_EXTRA_CA_CERTS"),
       webhookWorker: env.WEBHOOK_WORKER !== "0",

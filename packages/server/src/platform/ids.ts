@@ -27,6 +27,7 @@ import {
   SettingId,
   SubscriptionId,
   TeamId,
+  UploadId,
   UsageRecordId,
   UserId,
   WebhookEndpointId,
@@ -93,6 +94,9 @@ export const mint = {
     IntegrationConnectionId.make(newId(IdPrefix.integrationConnection, now), trusted),
   inboundDelivery: (now: number) => InboundDeliveryId.make(newId(IdPrefix.inboundDelivery, now), trusted),
   repoLink: (now: number) => RepoLinkId.make(newId(IdPrefix.repoLink, now), trusted),
+  objectUpload: (now: number) => UploadId.make(newId(IdPrefix.objectUpload, now), trusted),
+  /** The chunk rows of one streamed body: never on the wire. */
+  blob: (now: number) => newId("blb_", now),
   apiKey: (now: number) => ApiKeyId.make(newUuid(now), trusted),
   eventId: (now: number) => EventId.make(newUuid(now), trusted),
   auditEntryId: (now: number) => AuditEntryId.make(newUuid(now), trusted),
