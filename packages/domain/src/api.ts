@@ -11,6 +11,7 @@ import { CliLinkResolveApi, CliLinksApi } from "./links.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { UsageApi } from "./metering.ts"
 import { OidcApi } from "./oidc.ts"
+import { TfStateApi } from "./tfstate.ts"
 import { ProjectsApi } from "./projects.ts"
 import { QuotasApi } from "./quotas.ts"
 import { finishReference, introduction } from "./reference.ts"
@@ -51,6 +52,7 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(CliLinksApi)
   .add(CliLinkResolveApi)
   .add(OidcApi)
+  .add(TfStateApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

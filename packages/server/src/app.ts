@@ -48,6 +48,8 @@ import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
+import { TfStateHttp } from "./state/http.ts"
+import { TfStateService } from "./state/tfstate.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
@@ -91,7 +93,8 @@ const Services = OAuthService.layer.pipe(
       JobLogsService.layer,
       CliLinksService.layer,
       WorkflowCredentials.layer,
-      RunSecretsService.layer
+      RunSecretsService.layer,
+      TfStateService.layer
     )
   ),
   Layer.provideMerge(Layer.mergeAll(
@@ -142,7 +145,8 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     CliLinksHttp,
     CliLinkResolveHttp,
     OidcHttp,
-    RunSecretsHttp
+    RunSecretsHttp,
+    TfStateHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

@@ -26,6 +26,7 @@ import {
   ServerSecretsRepo,
   SessionsRepo,
   TeamsRepo,
+  TfStateRepo,
   Transactor,
   UsageRepo,
   UsersRepo,
@@ -67,7 +68,8 @@ export const RepositoriesSql = Layer.mergeAll(
   AgentConnectionsRepo.sql,
   RunsRepo.sql,
   JobLogsRepo.sql,
-  CliLinksRepo.sql
+  CliLinksRepo.sql,
+  TfStateRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -102,5 +104,6 @@ export const RepositoriesMemory = Layer.mergeAll(
   AgentConnectionsRepo.memory,
   RunsRepo.memory,
   JobLogsRepo.memory,
-  CliLinksRepo.memory
+  CliLinksRepo.memory,
+  TfStateRepo.memory
 )
