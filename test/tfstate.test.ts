@@ -167,7 +167,11 @@ for (const backend of sqlBackends) {
             ""
           )
           raw(yield* call(baseUrl, "GET", url, { headers: { authorization: basic(token) } }), 200, stateDoc(1))
-          failed(yield* call(baseUrl, "GET", url, { headers: { authorization: basic("sps_ses_wrong") } }), 401, "unauthenticated")
+          failed(
+            yield* call(baseUrl, "GET", url, { headers: { authorization: basic("sps_ses_wrong") } }),
+            401,
+            "unauthenticated"
+          )
           failed(yield* call(baseUrl, "GET", url), 401, "unauthenticated")
           // Elsewhere Basic credentials are not a way in.
           failed(
@@ -193,10 +197,14 @@ for (const backend of sqlBackends) {
           const at = (path: string, method = "GET") => call(baseUrl, method, path, { token })
           failed(yield* at(`${project}/state/tfstate/network/nowhere`), 404, "not_found")
           failed(yield* at(`${project}/state/tfstate/Bad.Component/${environment.slug}`), 404, "not_found")
-          failed(yield* call(baseUrl, "LOCK", `${project}/state/tfstate/network/nowhere`, {
-            token,
-            body: lockInfo("x")
-          }), 404, "not_found")
+          failed(
+            yield* call(baseUrl, "LOCK", `${project}/state/tfstate/network/nowhere`, {
+              token,
+              body: lockInfo("x")
+            }),
+            404,
+            "not_found"
+          )
           ok(yield* call(baseUrl, "DELETE", `${project}/environments/${environment.id}`, { token }))
           failed(yield* at(url), 404, "not_found")
         }))
@@ -209,8 +217,11 @@ for (const backend of sqlBackends) {
           raw(yield* tf("LOCK", "", lockInfo(id)), 200, "")
           raw(yield* tf("POST", `?ID=${id}`, stateDoc(1)), 200, "")
           raw(yield* tf("UNLOCK", "", ""), 200, "")
-          const audit = yield* call(baseUrl, "GET", `/v1/organizations/${personal.id}/audit?category=runstate`, { token })
-          const types = ok(audit, { auditEntries: Schema.Array(Schema.Struct({ eventType: Schema.String })) }).auditEntries
+          const audit = yield* call(baseUrl, "GET", `/v1/organizations/${personal.id}/audit?category=runstate`, {
+            token
+          })
+          const types = ok(audit, { auditEntries: Schema.Array(Schema.Struct({ eventType: Schema.String })) })
+            .auditEntries
             .map((entry) => entry.eventType)
           assert.deepStrictEqual(types.slice(0, 3), [
             "state.tfstate.unlocked",

@@ -12,9 +12,9 @@ import { insertRow } from "../stored.ts"
 import { ProjectTables } from "./ProjectTables.ts"
 import {
   EnvironmentKey,
-  EnvironmentSlugKey,
   EnvironmentRow,
   EnvironmentSlugFamily,
+  EnvironmentSlugKey,
   EnvironmentsPage,
   EnvironmentTransition,
   IdleEnvironments

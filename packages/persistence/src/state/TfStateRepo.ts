@@ -103,7 +103,9 @@ export class TfStateRepo extends Context.Service<TfStateRepo, {
       insertVersion: (row) =>
         atomically((changes) => Effect.sync(() => changes.set(versions, versionId(row.key, row.version), row))),
       content: (key, version) =>
-        Effect.sync(() => Option.map(Option.fromUndefinedOr(versions.get(versionId(key, version))), (row) => row.content)),
+        Effect.sync(() =>
+          Option.map(Option.fromUndefinedOr(versions.get(versionId(key, version))), (row) => row.content)
+        ),
       versions: (key) =>
         Effect.sync(() =>
           versionsOf(key).map(({ createdAt, createdBy, lineage, serial, size, version }) => ({
@@ -119,7 +121,9 @@ export class TfStateRepo extends Context.Service<TfStateRepo, {
         atomically((changes) =>
           Effect.sync(() => {
             for (const row of versionsOf(key)) {
-              if (row.purgeAfter === null) changes.set(versions, versionId(key, row.version), { ...row, purgeAfter: at })
+              if (row.purgeAfter === null) {
+                changes.set(versions, versionId(key, row.version), { ...row, purgeAfter: at })
+              }
             }
           })
         ),
@@ -167,7 +171,8 @@ export class TfStateRepo extends Context.Service<TfStateRepo, {
             () =>
               Effect.flatMap(
                 stateRows(sql`select * from tfstates where ${where(key)} for update`),
-                (rows) => rows[0] === undefined ? Effect.die(new Error("the state row vanished")) : Effect.succeed(rows[0])
+                (rows) =>
+                  rows[0] === undefined ? Effect.die(new Error("the state row vanished")) : Effect.succeed(rows[0])
               )
           ),
         find: (key) =>

@@ -28,8 +28,8 @@ import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, Ht
 import { isSqlError } from "effect/sql/SqlError"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
-import { isCustomMethod } from "./customMethods.ts"
 import { requirementOf, unauthenticated } from "./apiMiddleware.ts"
+import { isCustomMethod } from "./customMethods.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
@@ -189,7 +189,9 @@ export const EdgeLive = HttpRouter.middleware(
           renderError(
             wireError(
               MethodNotAllowed,
-              methods === "" ? `Method ${method} is not allowed here` : `Method not allowed; this path accepts ${methods}`
+              methods === ""
+                ? `Method ${method} is not allowed here`
+                : `Method not allowed; this path accepts ${methods}`
             )
           ),
           methods === "" ? identity : HttpServerResponse.setHeader("allow", methods)

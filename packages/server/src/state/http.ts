@@ -52,8 +52,10 @@ export const TfStateHttp = HttpApiBuilder.group(ControlPlaneApi, "tfstate", (han
           Effect.map(
             tfstate.read(at, query.version),
             Option.match({
-              onNone: () => HttpServerResponse.empty({ status: 404 }),
-              onSome: (bytes) => HttpServerResponse.uint8Array(bytes, { contentType: "application/json" })
+              onNone: () =>
+                HttpServerResponse.empty({ status: 404 }),
+              onSome: (bytes) =>
+                HttpServerResponse.uint8Array(bytes, { contentType: "application/json" })
             })
           )))
       .handle("write", ({ params, query, request }) =>
@@ -61,13 +63,16 @@ export const TfStateHttp = HttpApiBuilder.group(ControlPlaneApi, "tfstate", (han
           Effect.flatMap(bodyBytes(request), (content) =>
             Effect.map(tfstate.write(actor, at, query.ID, content), rawAnswer))))
       .handle("remove", ({ params, query }) =>
-        Effect.flatMap(addressOf(params), ({ actor, at }) => Effect.map(tfstate.remove(actor, at, query.ID), rawAnswer)))
+        Effect.flatMap(addressOf(params), ({ actor, at }) =>
+          Effect.map(tfstate.remove(actor, at, query.ID), rawAnswer)))
       .handle("lock", ({ params, request }) =>
         Effect.flatMap(addressOf(params), ({ actor, at }) =>
-          Effect.flatMap(bodyText(request), (body) => Effect.map(tfstate.lock(actor, at, body), rawAnswer))))
+          Effect.flatMap(bodyText(request), (body) =>
+            Effect.map(tfstate.lock(actor, at, body), rawAnswer))))
       .handle("unlock", ({ params, request }) =>
         Effect.flatMap(addressOf(params), ({ actor, at }) =>
-          Effect.flatMap(bodyText(request), (body) => Effect.map(tfstate.unlock(actor, at, body), rawAnswer))))
+          Effect.flatMap(bodyText(request), (body) =>
+            Effect.map(tfstate.unlock(actor, at, body), rawAnswer))))
       .handle("versions", ({ params }) =>
         Effect.flatMap(addressOf(params), ({ at }) =>
           Effect.map(tfstate.versions(at), (versions) => ({ versions }))))

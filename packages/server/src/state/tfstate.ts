@@ -9,15 +9,22 @@ import {
   NotFound,
   type OrgId,
   type ProjectId,
-  TFSTATE_VERSION_RETENTION_DAYS,
   TfLockInfo,
+  TFSTATE_VERSION_RETENTION_DAYS,
   type TfStateSummary,
   type TfStateVersion,
   type ValidationFailed,
   validationFailed,
   wireError
 } from "@cp/domain"
-import { EnvironmentsRepo, ProjectsRepo, type TfStateKey, type TfStateRow, TfStateRepo, Transactor } from "@cp/persistence"
+import {
+  EnvironmentsRepo,
+  ProjectsRepo,
+  type TfStateKey,
+  TfStateRepo,
+  type TfStateRow,
+  Transactor
+} from "@cp/persistence"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { eventActorOf, EventLog } from "../platform/events.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
@@ -47,7 +54,9 @@ const decodeLockInfo = Schema.decodeUnknownOption(Schema.fromJsonString(TfLockIn
 const DAY_MS = 86_400_000
 
 /** `serial` and `lineage` of a Terraform state document, when the bytes are one. */
-export const stateMetadata = (content: Uint8Array): { readonly serial: number | null; readonly lineage: string | null } => {
+export const stateMetadata = (
+  content: Uint8Array
+): { readonly serial: number | null; readonly lineage: string | null } => {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(content).toString("utf8"))
     if (typeof parsed !== "object" || parsed === null) return { serial: null, lineage: null }
@@ -129,7 +138,13 @@ export class TfStateService extends Context.Service<TfStateService, {
         version: row.currentVersion
       })
 
-      const record = (actor: Actor, at: StateAddress, row: TfStateRow, type: string, extra: Record<string, string | boolean | null> = {}) =>
+      const record = (
+        actor: Actor,
+        at: StateAddress,
+        row: TfStateRow,
+        type: string,
+        extra: Record<string, string | boolean | null> = {}
+      ) =>
         events.record({
           orgId: at.orgId,
           type,
@@ -143,9 +158,14 @@ export class TfStateService extends Context.Service<TfStateService, {
 
       /** Runs `change` on the state's row locked for this transaction. */
       const withState = <A, E>(at: StateAddress, change: (row: TfStateRow, now: Date) => Effect.Effect<A, E>) =>
-        Effect.flatMap(keyOf(at), (key) =>
-          Effect.flatMap(currentDate, (now) =>
-            tx.withTransaction(Effect.flatMap(states.lockForUpdate(key, now), (row) => change(row, now)))))
+        Effect.flatMap(
+          keyOf(at),
+          (key) =>
+            Effect.flatMap(
+              currentDate,
+              (now) => tx.withTransaction(Effect.flatMap(states.lockForUpdate(key, now), (row) => change(row, now)))
+            )
+        )
 
       /** 423 with the holder's LockInfo unless the state is unlocked or `lockId` holds it. */
       const lockedAgainst = (row: TfStateRow, lockId: string | undefined): Option.Option<TfAnswer> =>
@@ -155,7 +175,8 @@ export class TfStateService extends Context.Service<TfStateService, {
 
       const parseLock = (body: string) =>
         Option.match(decodeLockInfo(body), {
-          onNone: () => Effect.fail(validationFailed({ body: ["must be a Terraform LockInfo JSON document with an ID"] })),
+          onNone: () =>
+            Effect.fail(validationFailed({ body: ["must be a Terraform LockInfo JSON document with an ID"] })),
           onSome: Effect.succeed
         })
 
