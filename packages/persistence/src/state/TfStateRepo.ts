@@ -188,8 +188,8 @@ export class TfStateRepo extends Context.Service<TfStateRepo, {
             where ${where(row)}`.pipe(Effect.asVoid)),
         insertVersion: (row) =>
           Effect.orDie(sql`
-            insert into tfstate_versions (project_id, component, environment_id, version, serial, lineage, size, content,
-              created_at, created_by, purge_after)
+            insert into tfstate_versions (project_id, component, environment_id, version, serial, lineage, size,
+              content, created_at, created_by, purge_after)
             values (${row.key.projectId}, ${row.key.component}, ${row.key.environmentId}, ${row.version},
               ${row.serial}, ${row.lineage}, ${row.size}, ${row.content}, ${row.createdAt}, ${sql.json(row.createdBy)},
               ${row.purgeAfter})`.pipe(Effect.asVoid)),
