@@ -23,7 +23,8 @@ export const IdPrefix = {
   webhookSubscription: "whs_",
   deliveryAttempt: "whd_",
   quota: "quo_",
-  cliLink: "wsl_"
+  cliLink: "wsl_",
+  objectUpload: "upl_"
 } as const
 
 const ULID = "[0-9A-HJKMNP-TV-Z]{26}"
@@ -106,3 +107,6 @@ export const AgentConnectionId = Schema.String.annotate({
   Schema.isPattern(new RegExp(`^${IdPrefix.agentConnection}(${ULID}|platform_[a-z]+_[a-z0-9][a-z0-9-]{0,62})$`, "u"))
 ).pipe(Schema.brand("AgentConnectionId"))
 export type AgentConnectionId = typeof AgentConnectionId.Type
+
+export const UploadId = prefixed(IdPrefix.objectUpload).pipe(Schema.brand("UploadId"))
+export type UploadId = typeof UploadId.Type

@@ -53,6 +53,8 @@ export * from "./webhooks/rows.ts"
 
 export * from "./agents/AgentConnectionsRepo.ts"
 export * from "./agents/rows.ts"
+export * from "./objects/ObjectsRepo.ts"
+export * from "./objects/rows.ts"
 export * from "./quotas/QuotasRepo.ts"
 export * from "./quotas/rows.ts"
 export * from "./quotas/ViolationsRepo.ts"
