@@ -1001,6 +1001,41 @@ const objectFixtures: Record<string, Fixture> = {
   "stateReadModels.runs": { request: none }
 }
 
+/** A fresh state address in the workspace's matrix project (a new component each time): the path parameters. */
+const newTfState = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { environmentId, projectId } = yield* configScopeOf(ctx)
+    const environment = yield* asCreator(ctx, "GET", `/projects/${projectId}/environments/${environmentId}`, {
+      environment: Environment
+    })
+    return { projectId, component: `c-${randomUUID().slice(0, 8)}`, environment: environment.environment.slug }
+  })
+
+const tfstateFixtures: Readonly<Record<string, Fixture>> = {
+  "tfstate.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "tfstate.read": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const params = yield* newTfState(ctx)
+        const { baseUrl } = yield* TestServer
+        const url = `/v1/organizations/${ctx.orgId}/projects/${params.projectId}/state/tfstate/${params.component}/` +
+          params.environment
+        const stored = yield* call(baseUrl, "POST", url, { token: ctx.creator.token, body: { version: 4, serial: 1 } })
+        assert.strictEqual(stored.status, 200, stored.text)
+        return { params }
+      })
+  },
+  "tfstate.write": {
+    request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params, body: { version: 4, serial: 1 } }))
+  },
+  "tfstate.remove": { request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params })) },
+  "tfstate.lock": {
+    request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params, body: { ID: randomUUID() } }))
+  },
+  "tfstate.unlock": { request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params, body: "" })) },
+  "tfstate.versions": { request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params })) }
+}
+
 /**
  * One fixture per route, keyed `<group>.<endpoint>`. A route added to the API without one fails this suite: add its
  * fixture here, a request the route accepts for an allowed caller.
@@ -1010,6 +1045,7 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   ...webhookFixtures,
   ...runFixtures,
   ...objectFixtures,
+  ...tfstateFixtures,
   ...linkFixtures,
   ...oidcFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),

@@ -14,6 +14,7 @@ import { InvitationsApi, MembersApi } from "./members.ts"
 import { UsageApi } from "./metering.ts"
 import { ObjectsApi } from "./objects.ts"
 import { OidcApi } from "./oidc.ts"
+import { TfStateApi } from "./tfstate.ts"
 import { ProjectsApi } from "./projects.ts"
 import { QuotasApi } from "./quotas.ts"
 import { finishReference, introduction } from "./reference.ts"
@@ -61,6 +62,7 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(IngressApi)
   .add(ObjectsApi)
   .add(StateReadModelsApi)
+  .add(TfStateApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -20,6 +20,7 @@ import runState from "./migrations/0014_run_state.ts"
 import billing from "./migrations/0015_billing.ts"
 import integrations from "./migrations/0016_integrations.ts"
 import objects from "./migrations/0017_objects.ts"
+import refsCatalogTfstate from "./migrations/0018_refs_catalog_tfstate.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -39,7 +40,8 @@ export const migrations = {
   "0014_run_state": runState,
   "0015_billing": billing,
   "0016_integrations": integrations,
-  "0017_objects": objects
+  "0017_objects": objects,
+  "0018_refs_catalog_tfstate": refsCatalogTfstate
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

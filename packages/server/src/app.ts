@@ -67,6 +67,8 @@ import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
+import { TfStateHttp } from "./state/http.ts"
+import { TfStateService } from "./state/tfstate.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
@@ -121,7 +123,8 @@ const Services = OAuthService.layer.pipe(
       RunSecretsService.layer,
       UploadSweep.layer.pipe(Layer.provideMerge(ObjectsService.layer)),
       GcService.layer,
-      StateReadModels.layer
+      StateReadModels.layer,
+      TfStateService.layer
     )
   ),
   Layer.provideMerge(Layer.mergeAll(
@@ -183,7 +186,8 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     IntegrationsHttp,
     IngressHttp,
     ObjectsHttp,
-    StateReadModelsHttp
+    StateReadModelsHttp,
+    TfStateHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

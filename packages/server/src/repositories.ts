@@ -34,6 +34,7 @@ import {
   ServerSecretsRepo,
   SessionsRepo,
   TeamsRepo,
+  TfStateRepo,
   Transactor,
   UsageRepo,
   UsersRepo,
@@ -83,7 +84,8 @@ export const RepositoriesSql = Layer.mergeAll(
   RunsRepo.sql,
   JobLogsRepo.sql,
   CliLinksRepo.sql,
-  ObjectsRepo.sql
+  ObjectsRepo.sql,
+  TfStateRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -126,5 +128,6 @@ export const RepositoriesMemory = Layer.mergeAll(
   RunsRepo.memory,
   JobLogsRepo.memory,
   CliLinksRepo.memory,
-  ObjectsRepo.memory
+  ObjectsRepo.memory,
+  TfStateRepo.memory
 )

@@ -82,7 +82,7 @@ export interface AppConfigShape {
   /** `SCMHOST_WEBHOOK_SECRET`: the HMAC key of `x-hub-signature-256` (development/test default in contract §3). */
   readonly scmhostWebhookSecret: Option.Option<Redacted.Redacted>
   /** Further integration providers by name; development/test adds the simulated `dbhost`. */
-  readonly integrationProviders: ReadonlyArray<IntegrationProviderConfig>,
+  readonly integrationProviders: ReadonlyArray<IntegrationProviderConfig>
   /** Objects used more recently than this many seconds are never collected (`GC_GRACE_SECONDS`, default 86400). */
   readonly gcGraceSeconds: number
 }
