@@ -7,6 +7,9 @@
  * filter matches on its own (a single-column index walked in time order would read every row of the one filter
  * looking for the other). `from`/`to` bound the time column that ends every index. 0001 made the ones for the
  * workspace, category, actor, event type and subject (kind and id); this adds the rest.
+ *
+ * Members: the member list pages a workspace's members by `(joined_at, id)`, which no index ordered (only the
+ * `(org_id, subject_type, subject_id)` key), so each page sorted every member of the workspace.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -37,4 +40,5 @@ export default Effect.gen(function*() {
     const columns = prefix.map(([column]) => column).join(", ")
     yield* sql.unsafe(`create index ${name} on audit_entries (org_id, ${columns}, occurred_at desc, id desc)`)
   }
+  yield* sql`create index members_org_joined_idx on members (org_id, joined_at desc, id desc)`
 })
