@@ -121,10 +121,9 @@ describe.skipIf(databaseUrl === undefined || databaseUrl === "")("a database tha
         assert.strictEqual((yield* read).status, 200)
 
         // Another session locks the audit table for longer than the statement timeout: the read waits on it.
-        const side = Context.get(yield* Layer.build(Database.layerPostgres(url)), PgClient.PgClient)
+        // Taking the lock may itself wait (autovacuum's analyze of the fresh table): no timeout for this session.
+        const side = Context.get(yield* Layer.build(Database.layerPostgres(url, 0)), PgClient.PgClient)
         const held = yield* side.withTransaction(Effect.gen(function*() {
-          // Taking the lock may itself wait (autovacuum's analyze of the fresh table): no timeout for this session.
-          yield* side`set local statement_timeout = 0`
           yield* side`lock table audit_entries in access exclusive mode`
           return yield* read
         }))

@@ -66,8 +66,14 @@ export const DATABASE_TIMEOUTS = {
   idleInTransactionMs: 30_000
 } as const
 
-/** A pooled client on a real PostgreSQL server (`postgres://user@host:port/db`). */
-export const layerPostgres = (url: Redacted.Redacted | string): Layer.Layer<Database, SqlError> =>
+/**
+ * A pooled client on a real PostgreSQL server (`postgres://user@host:port/db`). `statementMs` is for administration
+ * (a test harness creating and dropping databases, which may take longer than any request should): 0 is no limit.
+ */
+export const layerPostgres = (
+  url: Redacted.Redacted | string,
+  statementMs: number = DATABASE_TIMEOUTS.statementMs
+): Layer.Layer<Database, SqlError> =>
   PgClient.layer({
     url: Redacted.isRedacted(url) ? url : Redacted.make(url),
     multiplex: true,
@@ -79,7 +85,7 @@ export const layerPostgres = (url: Redacted.Redacted | string): Layer.Layer<Data
     // Probes a peer that went silent, so a dead connection is noticed and replaced.
     keepAlive: Duration.seconds(10),
     startupParameters: {
-      statement_timeout: String(DATABASE_TIMEOUTS.statementMs),
+      statement_timeout: String(statementMs),
       idle_in_transaction_session_timeout: String(DATABASE_TIMEOUTS.idleInTransactionMs)
     },
     ...naming
