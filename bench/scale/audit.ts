@@ -167,26 +167,53 @@ export const audit = area({
       ["subjectId", subjectIdOf("team", 0), subjectIdOf("project", 0), "prj_00000000000000000000000000"],
       ["from", iso(now - 30 * day), iso(now - 60 * day), iso(now + day)]
     ]
+    const columns: Readonly<Record<string, string>> = {
+      category: "category = $",
+      eventType: "event_type = $",
+      actorType: "actor_type = $",
+      actorId: "actor_id = $",
+      subjectKind: "subject_kind = $",
+      subjectId: "subject_id = $",
+      from: "occurred_at >= $",
+      to: "occurred_at <= $"
+    }
+    /** The statement `EventLogRepo.listAudit` runs for a first page of 50 (it reads one row more). */
+    const statement = (pairs: ReadonlyArray<readonly [string, string]>) =>
+      `select * from audit_entries where ${
+        [`org_id = '${tenant.orgId}'`, ...pairs.map(([k, v]) => (columns[k] ?? "").replace("$", `'${v}'`))].join(
+          " and "
+        )
+      } order by occurred_at desc, id desc limit 51`
     const query = (pairs: ReadonlyArray<readonly [string, string]>) =>
       `${base}?${new URLSearchParams([...pairs.map(([k, v]): [string, string] => [k, v]), ["limit", "50"]]).toString()}`
     const label = (pairs: ReadonlyArray<readonly [string, string]>) =>
       pairs.map(([k, v]) => `${k}=${v.length > 20 ? `${v.slice(0, 10)}…` : v}`).join("&")
+    const oneDay: ReadonlyArray<readonly [string, string]> = [["from", iso(now - 46 * day)], [
+      "to",
+      iso(now - 45 * day)
+    ]]
     const routes = [
-      { area: "audit", label: "(no filter)", path: query([]) },
+      { area: "audit", label: "(no filter)", path: query([]), sql: statement([]) },
       { area: "audit", label: "(no filter), page 1000", path: query([]), depth: 1000 },
       ...filters.flatMap(([name, first, , miss]) => [
-        { area: "audit", label: label([[name, first]]), path: query([[name, first]]) },
-        { area: "audit", label: `${label([[name, miss]])} (none)`, path: query([[name, miss]]) }
+        { area: "audit", label: label([[name, first]]), path: query([[name, first]]), sql: statement([[name, first]]) },
+        {
+          area: "audit",
+          label: `${label([[name, miss]])} (none)`,
+          path: query([[name, miss]]),
+          sql: statement([[name, miss]])
+        }
       ]),
       {
         area: "audit",
         label: "from&to (one day)",
-        path: query([["from", iso(now - 46 * day)], ["to", iso(now - 45 * day)]])
+        path: query(oneDay),
+        sql: statement(oneDay)
       },
       ...filters.flatMap(([a, first], i) =>
         filters.slice(i + 1).map(([b, , second]) => {
           const pairs: ReadonlyArray<readonly [string, string]> = [[a, first], [b, second]]
-          return { area: "audit", label: label(pairs), path: query(pairs) }
+          return { area: "audit", label: label(pairs), path: query(pairs), sql: statement(pairs) }
         })
       )
     ]

@@ -39,6 +39,11 @@ export interface Route {
    * against the first; the route must return a cursor that far.
    */
   readonly depth?: number
+  /**
+   * The statement the route runs for this page, when the area can write it out: the bench also times it alone in the
+   * database (`explain analyze`, execution time), apart from the HTTP stack and the machine's load.
+   */
+  readonly sql?: string
 }
 
 /**
@@ -110,3 +115,16 @@ export const inChunks = async (
     if (total > chunk) context.progress(`${what}: ${to.toLocaleString("en")} / ${total.toLocaleString("en")}`)
   }
 }
+
+/**
+ * The statement of a first page of a keyset list (the shape `keysetQuery` writes): `from` filtered by `where`, newest
+ * first on `at` and `key`, one row more than the default page of 50.
+ */
+export const firstPageSql = (from: string, where: string, at = "created_at", key = "id"): string =>
+  `${from} where ${where} order by ${at} desc, ${key} desc limit 51`
+
+/** `withSubjectProfile`'s joins over `table` aliased `s`, as the member and team-member lists read them. */
+export const withProfileSql = (table: string): string =>
+  `select s.*, u.email as email, coalesce(u.display_name, p.display_name) as display_name from ${table} s
+   left join users u on s.subject_type = 'user' and u.id = s.subject_id
+   left join service_principals p on s.subject_type = 'service_principal' and p.id = s.subject_id`

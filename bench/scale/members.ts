@@ -2,7 +2,7 @@
  * Members: `SCALE_MEMBERS` users (default 20,000) who are members of the tenant (builders), their ids the ones the
  * audit module uses for its user actors, plus 2,000 pending invitations. Times the member and invitation lists.
  */
-import { area, bulkLoad, idSql, scaleOf, type Tenant, uuidSql } from "./kit.ts"
+import { area, bulkLoad, firstPageSql, idSql, scaleOf, type Tenant, uuidSql, withProfileSql } from "./kit.ts"
 
 const MEMBERS = scaleOf("SCALE_MEMBERS", 20_000)
 const INVITATIONS = scaleOf("SCALE_INVITATIONS", 2_000)
@@ -37,7 +37,12 @@ export const members = area({
     return null
   },
   routes: (tenant: Tenant) => [
-    { area: "members", label: `GET …/members (${MEMBERS})`, path: `/v1/organizations/${tenant.orgId}/members` },
+    {
+      area: "members",
+      label: `GET …/members (${MEMBERS})`,
+      path: `/v1/organizations/${tenant.orgId}/members`,
+      sql: firstPageSql(withProfileSql("members"), `s.org_id = '${tenant.orgId}'`, "s.joined_at", "s.id")
+    },
     {
       area: "members",
       label: "GET …/members, page 100",

@@ -3,7 +3,7 @@
  * `SCALE_ENVIRONMENTS` environments (default 1,000) and every other with two. Times the project list (first page
  * and deep) and one project's environments.
  */
-import { area, bulkLoad, idSql, inChunks, scaleOf, type Tenant } from "./kit.ts"
+import { area, bulkLoad, firstPageSql, idSql, inChunks, scaleOf, type Tenant } from "./kit.ts"
 
 const PROJECTS = scaleOf("SCALE_PROJECTS", 100_000)
 const ENVIRONMENTS = scaleOf("SCALE_ENVIRONMENTS", 1_000)
@@ -36,7 +36,12 @@ export const projects = area({
     return rows[0]?.id ?? ""
   },
   routes: (tenant: Tenant, firstProject: string) => [
-    { area: "projects", label: `GET …/projects (${PROJECTS})`, path: `/v1/organizations/${tenant.orgId}/projects` },
+    {
+      area: "projects",
+      label: `GET …/projects (${PROJECTS})`,
+      path: `/v1/organizations/${tenant.orgId}/projects`,
+      sql: firstPageSql("select * from projects", `org_id = '${tenant.orgId}'`)
+    },
     {
       area: "projects",
       label: "GET …/projects, page 1000",
@@ -46,7 +51,8 @@ export const projects = area({
     {
       area: "projects",
       label: `GET …/environments (${ENVIRONMENTS})`,
-      path: `/v1/organizations/${tenant.orgId}/projects/${firstProject}/environments`
+      path: `/v1/organizations/${tenant.orgId}/projects/${firstProject}/environments`,
+      sql: firstPageSql("select * from environments", `project_id = '${firstProject}'`)
     }
   ]
 })

@@ -3,7 +3,7 @@
  * grants (a workspace role and a project role); the first team has 2,000 members. Times the team list (first page
  * and deep), the first team's members, and the workspace's team grants.
  */
-import { area, bulkLoad, idSql, scaleOf, type Tenant, uuidSql } from "./kit.ts"
+import { area, bulkLoad, firstPageSql, idSql, scaleOf, type Tenant, uuidSql, withProfileSql } from "./kit.ts"
 
 const TEAMS = scaleOf("SCALE_TEAMS", 5_000)
 const MEMBERS = scaleOf("SCALE_MEMBERS", 20_000)
@@ -40,7 +40,12 @@ export const teams = area({
     return rows[0]?.id ?? ""
   },
   routes: (tenant: Tenant, firstTeam: string) => [
-    { area: "teams", label: `GET …/teams (${TEAMS})`, path: `/v1/organizations/${tenant.orgId}/teams` },
+    {
+      area: "teams",
+      label: `GET …/teams (${TEAMS})`,
+      path: `/v1/organizations/${tenant.orgId}/teams`,
+      sql: firstPageSql("select * from teams", `org_id = '${tenant.orgId}'`)
+    },
     {
       area: "teams",
       label: "GET …/teams, page 100",
@@ -50,8 +55,19 @@ export const teams = area({
     {
       area: "teams",
       label: `GET …/teams/:id/members (${BIG_TEAM})`,
-      path: `/v1/organizations/${tenant.orgId}/teams/${firstTeam}/members`
+      path: `/v1/organizations/${tenant.orgId}/teams/${firstTeam}/members`,
+      sql: firstPageSql(withProfileSql("team_members"), `s.team_id = '${firstTeam}'`, "s.created_at", "s.subject_id")
     },
-    { area: "teams", label: `GET …/team-roles (${TEAMS * 2})`, path: `/v1/organizations/${tenant.orgId}/team-roles` }
+    {
+      area: "teams",
+      label: `GET …/team-roles (${TEAMS * 2})`,
+      path: `/v1/organizations/${tenant.orgId}/team-roles`,
+      sql: firstPageSql(
+        "select g.* from team_role_grants g join teams t on t.id = g.team_id",
+        `t.org_id = '${tenant.orgId}'`,
+        "g.created_at",
+        "g.id"
+      )
+    }
   ]
 })

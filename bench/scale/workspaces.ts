@@ -4,7 +4,7 @@
  * `SCALE_CHILD_WORKSPACES` child workspaces under the tenant's account (default 1,000). Times the bench user's
  * workspace list and the account's children, first page and deep.
  */
-import { area, bulkLoad, idSql, inChunks, scaleOf, type Tenant, uuidSql } from "./kit.ts"
+import { area, bulkLoad, firstPageSql, idSql, inChunks, scaleOf, type Tenant, uuidSql } from "./kit.ts"
 
 const SMALL = scaleOf("SCALE_SMALL_TENANTS", 100_000)
 const USER_WORKSPACES = Math.min(SMALL, scaleOf("SCALE_USER_WORKSPACES", 5_000))
@@ -56,27 +56,40 @@ export const workspaces = area({
       await db.query(`
         insert into organizations (id, public_id, name, slug, kind, account_id, is_account_root, created_at, updated_at)
         select ${org("'child' || g")}, ${idSql("ws_", "'child' || g")}, 'Child ' || g, 'child-' || g, o.kind,
-          o.public_id, false, now() - interval '1 minute' * g, now()
+          o.account_id, false, now() - interval '1 minute' * g, now()
         from generate_series(1, ${CHILDREN}) g, organizations o where o.id = '${tenant.orgId}'`)
     })
-    return null
+    // The account root the children sit under (the tenant itself when it is one).
+    const { rows } = await db.query<{ id: string; publicId: string }>(
+      `select r.id, r.public_id as "publicId" from organizations o join organizations r on r.public_id = o.account_id
+       where o.id = $1`,
+      [tenant.orgId]
+    )
+    return rows[0] ?? { id: tenant.orgId, publicId: "" }
   },
-  routes: (tenant: Tenant) => [
+  routes: (tenant: Tenant, root: { readonly id: string; readonly publicId: string }) => [
     {
       area: "workspaces",
       label: `GET /v1/organizations (${USER_WORKSPACES + 1} workspaces)`,
-      path: "/v1/organizations"
+      path: "/v1/organizations",
+      sql: firstPageSql(
+        "select o.* from members m join organizations o on o.id = m.org_id",
+        `m.subject_type = 'user' and m.subject_id = '${tenant.userId}' and m.status = 'active'`,
+        "o.created_at",
+        "o.id"
+      )
     },
     {
       area: "workspaces",
-      label: "GET /v1/organizations, page 50",
+      label: `GET /v1/organizations, page ${Math.min(50, Math.floor(USER_WORKSPACES / 100))}`,
       path: "/v1/organizations?limit=100",
       depth: Math.min(50, Math.floor(USER_WORKSPACES / 100))
     },
     {
       area: "workspaces",
       label: `GET …/workspaces (${CHILDREN} children)`,
-      path: `/v1/organizations/${tenant.orgId}/workspaces`
+      path: `/v1/organizations/${root.id}/workspaces`,
+      sql: firstPageSql("select * from organizations", `account_id = '${root.publicId}' and not is_account_root`)
     }
   ]
 })
