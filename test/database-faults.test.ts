@@ -2,9 +2,12 @@
  * A database that stops answering (issue 10 item 6): the server talks to PostgreSQL through a TCP proxy in this
  * test that can stop forwarding. While it is frozen a request answers 503 `service_unavailable` with `Retry-After`
  * (within the request deadline, not as long as the freeze lasts); once it forwards again the server answers 200 by
- * itself. Needs `DATABASE_URL`; skipped without it.
+ * itself. And a read the database holds up (issue 19: here, waiting on a lock another session holds) is cancelled by
+ * the statement timeout and answers 503 from the database's own error, not the request deadline's. Needs
+ * `DATABASE_URL`; skipped without it.
  */
 import { Database } from "@cp/persistence"
+import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { connect, createServer, type Server, type Socket } from "node:net"
@@ -104,5 +107,34 @@ describe.skipIf(databaseUrl === undefined || databaseUrl === "")("a database tha
         assert.strictEqual(created.status, 200, created.text)
       }).pipe(Effect.scoped),
     { timeout: 90_000 }
+  )
+
+  it.live(
+    "a read held up past the statement timeout is cancelled and answers 503 service_unavailable; the next one is 200",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* scratchDatabaseUrl("cp_slow_read")
+        const context = yield* Layer.build(testServerOver(Database.layerPostgres(url)))
+        const { baseUrl } = Context.get(context, TestServer)
+        const { token, personal } = yield* signInWithPersonal(baseUrl, "slow")
+        const read = call(baseUrl, "GET", `/v1/organizations/${personal.id}/audit`, { token })
+        assert.strictEqual((yield* read).status, 200)
+
+        // Another session locks the audit table for longer than the statement timeout: the read waits on it.
+        // Taking the lock may itself wait (autovacuum's analyze of the fresh table): no timeout for this session.
+        const side = Context.get(yield* Layer.build(Database.layerPostgres(url, 0)), PgClient.PgClient)
+        const held = yield* side.withTransaction(Effect.gen(function*() {
+          yield* side`lock table audit_entries in access exclusive mode`
+          return yield* read
+        }))
+        const error = failed(held, 503, "service_unavailable")
+        // The database's statement timeout answered, not the request deadline (whose message is its own).
+        assert.strictEqual(error.message, "The database is unavailable; retry later")
+        assert.strictEqual(held.headers.get("retry-after"), String(error.details["retryAfterSeconds"]))
+
+        // The lock is gone with the side transaction, and the connection the cancelled read held serves again.
+        assert.strictEqual((yield* read).status, 200)
+      }).pipe(Effect.scoped),
+    { timeout: 60_000 }
   )
 })

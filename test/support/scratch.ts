@@ -8,7 +8,8 @@ import { randomUUID } from "node:crypto"
 export const scratchDatabaseUrl = (prefix: string) =>
   Effect.gen(function*() {
     const serverUrl = process.env["DATABASE_URL"] ?? ""
-    const admin = Context.get(yield* Layer.build(Database.layerPostgres(serverUrl)), PgClient.PgClient)
+    // Creating a database may outlast a request's statement timeout on a busy machine: no limit for this client.
+    const admin = Context.get(yield* Layer.build(Database.layerPostgres(serverUrl, 0)), PgClient.PgClient)
     const name = `${prefix}_${randomUUID().replaceAll("-", "")}`
     yield* Effect.acquireRelease(
       admin`create database ${admin(name)}`,

@@ -21,6 +21,7 @@ import billing from "./migrations/0015_billing.ts"
 import integrations from "./migrations/0016_integrations.ts"
 import objects from "./migrations/0017_objects.ts"
 import refsCatalogTfstate from "./migrations/0018_refs_catalog_tfstate.ts"
+import scaleIndexes from "./migrations/0019_scale_indexes.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -41,7 +42,8 @@ export const migrations = {
   "0015_billing": billing,
   "0016_integrations": integrations,
   "0017_objects": objects,
-  "0018_refs_catalog_tfstate": refsCatalogTfstate
+  "0018_refs_catalog_tfstate": refsCatalogTfstate,
+  "0019_scale_indexes": scaleIndexes
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

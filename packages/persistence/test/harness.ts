@@ -58,7 +58,8 @@ const freshPgliteSnapshot = Effect.tryPromise({
 const scratchPostgres: Layer.Layer<Database.Database, SqlError | Config.ConfigError> = Layer.unwrap(
   Effect.gen(function*() {
     const serverUrl = yield* Config.String("DATABASE_URL")
-    const admin = Context.get(yield* Layer.build(Database.layerPostgres(serverUrl)), PgClient.PgClient)
+    // Creating a database may outlast a request's statement timeout on a busy machine: no limit for this client.
+    const admin = Context.get(yield* Layer.build(Database.layerPostgres(serverUrl, 0)), PgClient.PgClient)
     const name = `cp_test_${randomUUID().replaceAll("-", "")}`
     yield* Effect.acquireRelease(
       admin`create database ${admin(name)}`,

@@ -3,7 +3,7 @@ import { OrgId } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import type { UniqueViolation } from "../errors.ts"
-import { createdNewestFirst, keysetQuery, newestFirst, type PagePosition, windowOf } from "../keyset.ts"
+import { idPosition, keysetQuery, newestFirst, pageFields, type PagePosition, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { compositeKey, insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { insertRow } from "../stored.ts"
@@ -28,6 +28,10 @@ export const memberPosition = (member: MemberRow): PagePosition => ({ at: member
 
 const RemovedRow = Schema.Struct({ id: Schema.String })
 
+/** A page of one subject's workspaces. */
+export const SubjectOrgsPage = Schema.Struct({ ...Subject.fields, ...pageFields })
+export type SubjectOrgsPage = typeof SubjectOrgsPage.Type
+
 /** Workspace memberships. */
 export class MembersRepo extends Context.Service<MembersRepo, {
   /** `UniqueViolation` when the subject is already a member of that workspace. */
@@ -35,8 +39,8 @@ export class MembersRepo extends Context.Service<MembersRepo, {
   readonly find: (membership: SubjectInOrg) => Effect.Effect<Option.Option<MemberRow>>
   /** The workspace's members, newest first (joinedAt desc, id desc). */
   readonly listByOrg: (orgId: OrgId) => Effect.Effect<ReadonlyArray<MemberRow>>
-  /** The workspaces the subject is an active member of, newest first (createdAt desc, id desc). */
-  readonly listOrgsForSubject: (subject: Subject) => Effect.Effect<ReadonlyArray<OrganizationRow>>
+  /** A page of the workspaces the subject is an active member of, newest first (createdAt desc, id desc). */
+  readonly pageOrgsForSubject: (page: SubjectOrgsPage) => Effect.Effect<ReadonlyArray<OrganizationRow>>
   /** The member with this id in this workspace, with its subject's profile (another workspace's member is None). */
   readonly findById: (key: MemberKey) => Effect.Effect<Option.Option<MemberListing>>
   /** Up to `limit` of the workspace's members strictly after `after`, newest first, with their subjects' profiles. */
@@ -67,13 +71,15 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           Effect.sync(() =>
             where((member) => member.orgId === orgId).sort((a, b) => newestFirst(memberPosition(a), memberPosition(b)))
           ),
-        listOrgsForSubject: ({ subjectType, subjectId }) =>
+        pageOrgsForSubject: ({ subjectType, subjectId, ...window }) =>
           Effect.sync(() =>
-            where((member) =>
-              member.subjectType === subjectType && member.subjectId === subjectId && member.status === "active"
+            windowOf(
+              where((member) =>
+                member.subjectType === subjectType && member.subjectId === subjectId && member.status === "active"
+              ).flatMap((member) => Option.toArray(Option.fromUndefinedOr(organizations.get(member.orgId)))),
+              idPosition,
+              window
             )
-              .flatMap((member) => Option.toArray(Option.fromUndefinedOr(organizations.get(member.orgId))))
-              .sort(createdNewestFirst)
           ),
         findById: (key) => Effect.sync(() => Option.map(memberIn(key), (member) => withProfile(subjects, member))),
         listPage: (page) =>
@@ -118,15 +124,19 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           }),
           Effect.orDie
         ),
-        listOrgsForSubject: flow(
+        pageOrgsForSubject: flow(
           SqlSchema.findAll({
-            Request: Subject,
+            Request: SubjectOrgsPage,
             Result: OrganizationRow,
-            execute: ({ subjectType, subjectId }) =>
-              sql`
-                select o.* from members m join organizations o on o.id = m.org_id
-                where m.subject_type = ${subjectType} and m.subject_id = ${subjectId} and m.status = 'active'
-                order by o.created_at desc, o.id desc`
+            // The subject's memberships by index (`members_subject_idx`), the page cut and ordered in the statement.
+            execute: ({ subjectType, subjectId, ...window }) =>
+              keysetQuery(
+                sql,
+                sql`select o.* from members m join organizations o on o.id = m.org_id`,
+                [sql`m.subject_type = ${subjectType} and m.subject_id = ${subjectId} and m.status = 'active'`],
+                window,
+                { at: "o.created_at", key: "o.id" }
+              )
           }),
           Effect.orDie
         ),

@@ -3,7 +3,17 @@ import { OrgId, TeamId, UserId, WorkspaceRef } from "@cp/domain/ids"
 import { Context, Effect, flow, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import type { UniqueViolation } from "../errors.ts"
-import { createdNewestFirst, createdOldestFirst, isSlugOfFamily, slugFamilyQuery, SlugRow, slugsOf } from "../keyset.ts"
+import {
+  createdOldestFirst,
+  idPosition,
+  isSlugOfFamily,
+  keysetQuery,
+  pageFields,
+  slugFamilyQuery,
+  SlugRow,
+  slugsOf,
+  windowOf
+} from "../keyset.ts"
 import { insertUnique, primaryKey, type UniqueKey } from "../memoryTable.ts"
 import { insertRow } from "../stored.ts"
 import { teamBindingsOfSubject, TeamTables } from "../teams/TeamTables.ts"
@@ -51,6 +61,10 @@ export const ResolvedWorkspaceJson = Schema.Struct({
 const ResolvedRow = Schema.Struct({ workspace: Schema.NullOr(ResolvedWorkspaceJson) })
 const LockedRow = Schema.Struct({ id: OrgId })
 
+/** A page of an account's child workspaces: the account root's public id. */
+export const ChildrenPage = Schema.Struct({ account: WorkspaceRef, ...pageFields })
+export type ChildrenPage = typeof ChildrenPage.Type
+
 /**
  * Workspaces; `resolveForSubject` is the one read behind a workspace-scoped request (`SessionsRepo.findWithWorkspace`
  * folds it into the session read for session tokens).
@@ -65,8 +79,8 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
   readonly findBySlug: (slug: string) => Effect.Effect<Option.Option<OrganizationRow>>
   /** The taken slugs among `base` and `base-<n>`, from which the caller picks the next free suffix. */
   readonly slugsStartingWith: (base: string) => Effect.Effect<ReadonlyArray<string>>
-  /** The non-root workspaces of the account whose root has this public id, newest first. */
-  readonly listChildren: (accountPublicId: WorkspaceRef) => Effect.Effect<ReadonlyArray<OrganizationRow>>
+  /** A page of the non-root workspaces of the account whose root has public id `account`, newest first. */
+  readonly pageChildren: (page: ChildrenPage) => Effect.Effect<ReadonlyArray<OrganizationRow>>
   /** The caller's own account: the earliest-created root on which the user is `owner` at organization scope. */
   readonly findEarliestOwnedAccountRoot: (userId: UserId) => Effect.Effect<Option.Option<OrganizationRow>>
   /**
@@ -101,9 +115,9 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
         findBySlug: (slug) => Effect.sync(() => first((org) => org.slug === slug)),
         slugsStartingWith: (base) =>
           Effect.sync(() => where((org) => isSlugOfFamily(base)(org.slug)).map((org) => org.slug)),
-        listChildren: (accountPublicId) =>
+        pageChildren: ({ account, ...window }) =>
           Effect.sync(() =>
-            where((org) => org.accountId === accountPublicId && !org.isAccountRoot).sort(createdNewestFirst)
+            windowOf(where((org) => org.accountId === account && !org.isAccountRoot), idPosition, window)
           ),
         findEarliestOwnedAccountRoot: (userId) =>
           Effect.sync(() => {
@@ -186,15 +200,18 @@ export class OrganizationsRepo extends Context.Service<OrganizationsRepo, {
           slugsOf,
           Effect.orDie
         ),
-        listChildren: flow(
+        pageChildren: flow(
           SqlSchema.findAll({
-            Request: WorkspaceRef,
+            Request: ChildrenPage,
             Result: OrganizationRow,
-            execute: (accountPublicId) =>
-              sql`
-                select * from organizations
-                where account_id = ${accountPublicId} and not is_account_root
-                order by created_at desc, id desc`
+            // `organizations_children_idx` is exactly this range, in this order.
+            execute: ({ account, ...window }) =>
+              keysetQuery(
+                sql,
+                sql`select * from organizations`,
+                [sql`account_id = ${account} and not is_account_root`],
+                window
+              )
           }),
           Effect.orDie
         ),

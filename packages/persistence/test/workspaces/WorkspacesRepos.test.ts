@@ -3,6 +3,7 @@ import { assert } from "@effect/vitest"
 import { Data, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { UniqueViolation } from "../../src/errors.ts"
+import { idPosition } from "../../src/keyset.ts"
 import { MembersRepo } from "../../src/members/MembersRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
@@ -88,7 +89,7 @@ describeContract("OrganizationsRepo", repositories, (it) => {
       assert.deepStrictEqual(yield* repo.slugsStartingWith(freshSlug()), [])
     }))
 
-  it.effect("listChildren lists an account's child workspaces newest first, without the root", () =>
+  it.effect("pageChildren pages an account's child workspaces newest first, without the root", () =>
     Effect.gen(function*() {
       const repo = yield* OrganizationsRepo
       const root = rootRow(0)
@@ -96,8 +97,15 @@ describeContract("OrganizationsRepo", repositories, (it) => {
       const otherRoot = rootRow(0)
       yield* insertOrgs([root, first, second, third, otherRoot, childRow(otherRoot, 3)])
       const tied = [second, third].sort((a, b) => (a.id < b.id ? 1 : -1))
-      assert.deepStrictEqual(yield* repo.listChildren(root.publicId), [...tied, first])
-      assert.deepStrictEqual(yield* repo.listChildren(first.publicId), [])
+      assert.deepStrictEqual(yield* repo.pageChildren({ account: root.publicId, limit: 10 }), [...tied, first])
+      // A page is cut in the statement: `limit` rows strictly after `after`.
+      const ordered = [...tied, first]
+      assert.deepStrictEqual(yield* repo.pageChildren({ account: root.publicId, limit: 1 }), ordered.slice(0, 1))
+      assert.deepStrictEqual(
+        yield* repo.pageChildren({ account: root.publicId, limit: 1, after: idPosition(ordered[0] ?? first) }),
+        ordered.slice(1, 2)
+      )
+      assert.deepStrictEqual(yield* repo.pageChildren({ account: first.publicId, limit: 10 }), [])
     }))
 
   it.effect("findEarliestOwnedAccountRoot picks the earliest root the user owns, ignoring shared ones", () =>
@@ -204,7 +212,10 @@ describeContract("MembersRepo", repositories, (it) => {
       })))
       assert.instanceOf(error, Abort)
       assert.isTrue(Option.isNone(yield* (yield* OrganizationsRepo).findById(root.id)))
-      assert.deepStrictEqual(yield* members.listOrgsForSubject({ subjectType: "user", subjectId: user }), [])
+      assert.deepStrictEqual(
+        yield* members.pageOrgsForSubject({ subjectType: "user", subjectId: user, limit: 10 }),
+        []
+      )
       assert.deepStrictEqual(
         yield* (yield* RoleBindingsRepo).listForSubject({ orgId: root.id, subjectType: "user", subjectId: user }),
         []
@@ -246,7 +257,7 @@ describeContract("MembersRepo", repositories, (it) => {
       assert.deepStrictEqual(yield* repo.listByOrg(root.id), byJoinedDesc)
     }))
 
-  it.effect("listOrgsForSubject lists the subject's workspaces newest first", () =>
+  it.effect("pageOrgsForSubject pages the subject's workspaces newest first", () =>
     Effect.gen(function*() {
       const repo = yield* MembersRepo
       const user = newUserId()
@@ -262,12 +273,16 @@ describeContract("MembersRepo", repositories, (it) => {
         ],
         repo.insert
       )
-      assert.deepStrictEqual(yield* repo.listOrgsForSubject({ subjectType: "user", subjectId: user }), [
-        child,
+      const mine = { subjectType: "user", subjectId: user } as const
+      assert.deepStrictEqual(yield* repo.pageOrgsForSubject({ ...mine, limit: 10 }), [child, newer, older])
+      assert.deepStrictEqual(yield* repo.pageOrgsForSubject({ ...mine, limit: 2, after: idPosition(child) }), [
         newer,
         older
       ])
-      assert.deepStrictEqual(yield* repo.listOrgsForSubject({ subjectType: "service_principal", subjectId: user }), [])
+      assert.deepStrictEqual(
+        yield* repo.pageOrgsForSubject({ subjectType: "service_principal", subjectId: user, limit: 10 }),
+        []
+      )
     }))
 })
 

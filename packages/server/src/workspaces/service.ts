@@ -32,7 +32,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { insertedMember } from "../members/service.ts"
 import { apiJson, type EventActor, eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
-import { type CursorBinding, Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
+import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { decide, effectiveAccess } from "../platform/rbac.ts"
 import { currentDate } from "../platform/serviceKit.ts"
 import { insertWithDerivedSlug, insertWithSlug, slugify, type SlugSteps } from "../platform/slugs.ts"
@@ -163,20 +163,6 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
         return { organization: toOrganization(row), membership: { role: "owner" as const, joinedAt: now } }
       })
 
-      /** A page of a list read whole (a subject's workspaces, an account's children): newest first by creation. */
-      const pageOfAll = <Row extends { readonly createdAt: Date; readonly id: string }>(
-        binding: CursorBinding,
-        page: PageRequest,
-        all: Effect.Effect<ReadonlyArray<Row>>
-      ) =>
-        keysetPage(
-          cursors,
-          binding,
-          page,
-          (window) => Effect.map(all, (rows) => windowOf(rows, idPosition, window)),
-          idPosition
-        )
-
       return WorkspacesService.of({
         create: Effect.fn("Workspaces.create")(function*(actor, input) {
           if (actor.kind !== "user") {
@@ -197,23 +183,29 @@ export class WorkspacesService extends Context.Service<WorkspacesService, {
           ),
 
         list: Effect.fn("Workspaces.list")(function*(actor, page) {
-          const { items, cursor } = yield* pageOfAll(
+          const { items, cursor } = yield* keysetPage(
+            cursors,
             { endpoint: "organizations.list", scope: actor.kind === "user" ? actor.userId : actor.orgId },
             page,
-            actor.kind === "user"
-              ? members.listOrgsForSubject({ subjectType: "user", subjectId: actor.userId })
-              : Effect.map(orgs.findById(actor.orgId), Option.toArray)
+            (window) =>
+              actor.kind === "user"
+                ? members.pageOrgsForSubject({ subjectType: "user", subjectId: actor.userId, ...window })
+                : Effect.map(orgs.findById(actor.orgId), (row) => windowOf(Option.toArray(row), idPosition, window)),
+            idPosition
           )
           return { data: { organizations: items.map(toOrganization) }, cursor }
         }),
 
         children: Effect.fn("Workspaces.children")(function*(workspace, page) {
-          const { items, cursor } = yield* pageOfAll(
+          const { items, cursor } = yield* keysetPage(
+            cursors,
             { endpoint: "organizations.children", scope: workspace.organization.id },
             page,
-            workspace.organization.isAccountRoot
-              ? orgs.listChildren(workspace.organization.workspaceRef)
-              : Effect.succeed([])
+            (window) =>
+              workspace.organization.isAccountRoot
+                ? orgs.pageChildren({ account: workspace.organization.workspaceRef, ...window })
+                : Effect.succeed([]),
+            idPosition
           )
           return {
             data: { workspaces: items.map((row) => ({ orgId: row.id, workspaceRef: row.publicId, name: row.name })) },
