@@ -17,6 +17,7 @@ import webhooks from "./migrations/0011_webhooks.ts"
 import metering from "./migrations/0012_metering.ts"
 import agents from "./migrations/0013_agents.ts"
 import runState from "./migrations/0014_run_state.ts"
+import usageRollups from "./migrations/0021_usage_rollups.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -33,7 +34,8 @@ export const migrations = {
   "0011_webhooks": webhooks,
   "0012_metering": metering,
   "0013_agents": agents,
-  "0014_run_state": runState
+  "0014_run_state": runState,
+  "0021_usage_rollups": usageRollups
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */
