@@ -164,18 +164,22 @@ export class UsageService extends Context.Service<UsageService, {
           x.idempotencyKey < y.idempotencyKey ? -1 : x.idempotencyKey > y.idempotencyKey ? 1 : 0
         )
         const store = usage.ingest({ records: ordered, at: now })
-        // Without a quota to evaluate, the one statement is the whole unit of work: no transaction to hold.
-        const stored = applicable.length === 0 ? yield* store : yield* tx.withTransaction(Effect.gen(function*() {
-          // Ingests of one workspace and quota'd metric run one at a time, so each one's usage read (after its
-          // statement, on a fresh snapshot) includes every ingest before it and a limit crossed by two concurrent
-          // batches is seen by the second. Metric order is lock order.
-          for (const metric of [...new Set(applicable.map((quota) => quota.metric))].sort()) {
-            yield* tx.lock(`usage:${orgId}:${metric}`)
-          }
-          const rows = yield* store
-          yield* quotas.afterIngest(eventActorOf(actor), orgId, rows, applicable)
-          return rows
-        }))
+        // A single record without a quota to evaluate is one small statement: no transaction (its round trips) needed.
+        // A batch's statement is large: a transaction reserves a session for it alone, so concurrent batches run side
+        // by side instead of queueing on a shared (multiplexed) session behind each other and every other statement.
+        const stored = applicable.length === 0 && ordered.length <= 1
+          ? yield* store
+          : yield* tx.withTransaction(Effect.gen(function*() {
+            // Ingests of one workspace and quota'd metric run one at a time, so each one's usage read (after its
+            // statement, on a fresh snapshot) includes every ingest before it and a limit crossed by two concurrent
+            // batches is seen by the second. Metric order is lock order.
+            for (const metric of [...new Set(applicable.map((quota) => quota.metric))].sort()) {
+              yield* tx.lock(`usage:${orgId}:${metric}`)
+            }
+            const rows = yield* store
+            yield* quotas.afterIngest(eventActorOf(actor), orgId, rows, applicable)
+            return rows
+          }))
         const storedIds = new Set(stored.map((row) => row.id))
         const keyHolders = new Map<string, UsageRecord["id"]>()
         for (const row of stored) keyHolders.set(row.idempotencyKey, row.id)
