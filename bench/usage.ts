@@ -8,13 +8,16 @@
  * 4. Raw PostgreSQL: the same number of `pg` connections run `INSERT … ON CONFLICT DO NOTHING` of 1000 rows of the
  *    same shape into `usage_records` (one multi-row statement each, no rollups): records per second. Steps 3 and 4
  *    alternate `BENCH_ROUNDS` times so drifting load hits both alike; the ratio is the median of per-round ratios.
+ *    After the rounds: how long the roll-up fiber took to fold what was still pending, and whether the rollups then
+ *    hold exactly the records the API stored.
  * 5. Summary: `BENCH_USAGE_RECORDS` records (default 10 million) generated with SQL in another workspace (its
  *    rollups built from them with SQL too), then `BENCH_SUMMARY_REQUESTS` sequential GET /usage/summary (default
  *    window, day and hour buckets, with and without a project filter): p50 / p99 latency.
  *
  * Environment: `BENCH_DATABASE_URL` or `DATABASE_URL` (admin connection; default postgres://postgres@127.0.0.1/test),
  * `BENCH_SECONDS` (default 10), `BENCH_ROUNDS` (default 3), `BENCH_CONNECTIONS` (default 4),
- * `BENCH_USAGE_RECORDS` (default 10000000), `BENCH_SUMMARY_REQUESTS` (default 400).
+ * `BENCH_USAGE_RECORDS` (default 10000000, 0 skips step 5), `BENCH_SUMMARY_REQUESTS` (default 400),
+ * `BENCH_CPU_PROF_DIR` (the server writes a V8 CPU profile there on exit; read it with `node bench/profile.ts`).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes, randomUUID } from "node:crypto"
@@ -35,7 +38,8 @@ const positive = (name: string, fallback: number): number => {
 const SECONDS = positive("BENCH_SECONDS", 10)
 const ROUNDS = Math.round(positive("BENCH_ROUNDS", 3))
 const CONNECTIONS = Math.round(positive("BENCH_CONNECTIONS", 4))
-const RECORDS = Math.round(positive("BENCH_USAGE_RECORDS", 10_000_000))
+const RECORDS = process.env["BENCH_USAGE_RECORDS"] === "0" ? 0 : Math.round(positive("BENCH_USAGE_RECORDS", 10_000_000))
+const CPU_PROF_DIR = process.env["BENCH_CPU_PROF_DIR"]
 const SUMMARY_REQUESTS = Math.round(positive("BENCH_SUMMARY_REQUESTS", 400))
 const BATCH = 1000
 const ADMIN_URL = process.env["BENCH_DATABASE_URL"] || process.env["DATABASE_URL"] ||
@@ -130,7 +134,10 @@ const startServer = async (databaseUrl: string): Promise<{ base: string; child: 
     APP_ENV: "development"
   }
   delete env["DATA_DIR"]
-  const child = spawn(process.execPath, [...(await nodeFlags()), SERVER_MAIN], {
+  const profile = CPU_PROF_DIR === undefined || CPU_PROF_DIR === ""
+    ? []
+    : ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`]
+  const child = spawn(process.execPath, [...(await nodeFlags()), ...profile, SERVER_MAIN], {
     cwd: ROOT,
     env,
     stdio: ["ignore", "ignore", "inherit"]
@@ -149,12 +156,16 @@ const startServer = async (databaseUrl: string): Promise<{ base: string; child: 
 }
 
 /** `CONNECTIONS` loops running `step` until `SECONDS` pass; the records per second they stored. */
-const load = async (step: () => Promise<number>): Promise<number> => {
+const load = async (step: () => Promise<number>, counter?: { stored: number }): Promise<number> => {
   const deadline = performance.now() + SECONDS * 1000
   const started = performance.now()
   let stored = 0
   await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-    while (performance.now() < deadline) stored += await step()
+    while (performance.now() < deadline) {
+      const n = await step()
+      stored += n
+      if (counter !== undefined) counter.stored += n
+    }
   }))
   return stored / ((performance.now() - started) / 1000)
 }
@@ -189,15 +200,21 @@ const main = async () => {
       metadata: { region: "eu" }
     })
 
+    // Every record the API stored, to check the rollups against.
+    const viaApi = { stored: 0 }
     // Warm-up: the JIT and the connection pools.
-    await load(async () =>
-      (await call("POST", `${base}/v1/organizations/${orgId}/usage`, { token, body: record() })).status === 200 ? 1 : 0
+    await load(
+      async () =>
+        (await call("POST", `${base}/v1/organizations/${orgId}/usage`, { token, body: record() })).status === 200
+          ? 1
+          : 0,
+      viaApi
     )
 
     const single = await load(async () => {
       const answer = await call("POST", `${base}/v1/organizations/${orgId}/usage`, { token, body: record() })
       return answer.status === 200 ? 1 : 0
-    })
+    }, viaApi)
 
     const batchRound = () =>
       load(async () => {
@@ -207,7 +224,7 @@ const main = async () => {
         })
         const results = field("batch", answer, "data", "results")
         return Array.isArray(results) ? results.filter((r: { ok?: boolean }) => r.ok === true).length : 0
-      })
+      }, viaApi)
     const rawRound = () =>
       load(async () => {
         const now = new Date()
@@ -253,6 +270,33 @@ const main = async () => {
     console.log(`  batch / raw                   ${(median(ratios) * 100).toFixed(0).padStart(8)} %   (goal ≥ 50 %)`)
     console.log(`  single / raw                  ${((single / median(raws)) * 100).toFixed(1).padStart(8)} %`)
 
+    // The roll-up fiber's backlog when the load stopped, and the rollups against what the API stored.
+    const drainStarted = performance.now()
+    const pendingTable = (await pool.query("select to_regclass('usage_rollup_pending') is not null as present"))
+      .rows[0] as { present: boolean }
+    if (pendingTable.present) {
+      const backlog = await pool.query("select count(*)::int as n from usage_rollup_pending")
+      while ((await pool.query("select 1 from usage_rollup_pending limit 1")).rowCount !== 0) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      console.log(
+        `  roll-up backlog at the end     ${
+          String((backlog.rows[0] as { n: number }).n).padStart(8)
+        } pending sums, folded in ${((performance.now() - drainStarted) / 1000).toFixed(1)} s`
+      )
+    }
+    const rolled = (await pool.query(
+      `select coalesce(sum(record_count), 0)::float8 as n from usage_rollups
+       where org_id = $1 and bucket_type = 'hour'`,
+      [orgId]
+    )).rows[0] as { n: number }
+    console.log(
+      `  rollups exact                  ${
+        rolled.n === viaApi.stored ? "yes" : "NO"
+      } (${rolled.n} records rolled up, ${viaApi.stored} stored via the API)`
+    )
+
+    if (RECORDS === 0) return
     // The summary workspace: RECORDS records generated with SQL over the last 34 days, in three projects with two
     // environments each plus workspace-level ones, and their rollups built from them with SQL.
     const other = await signIn(base)

@@ -22,6 +22,7 @@ import integrations from "./migrations/0016_integrations.ts"
 import objects from "./migrations/0017_objects.ts"
 import refsCatalogTfstate from "./migrations/0018_refs_catalog_tfstate.ts"
 import scaleIndexes from "./migrations/0019_scale_indexes.ts"
+import usageRollups from "./migrations/0021_usage_rollups.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -43,7 +44,8 @@ export const migrations = {
   "0016_integrations": integrations,
   "0017_objects": objects,
   "0018_refs_catalog_tfstate": refsCatalogTfstate,
-  "0019_scale_indexes": scaleIndexes
+  "0019_scale_indexes": scaleIndexes,
+  "0021_usage_rollups": usageRollups
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

@@ -73,6 +73,7 @@ import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
 import { UsageHttp } from "./usage/http.ts"
+import { UsageRollup } from "./usage/rollup.ts"
 import { UsageService } from "./usage/service.ts"
 import { DestinationGuard, WebhookSender, WebhookWorker } from "./webhooks/delivery.ts"
 import { WebhooksHttp } from "./webhooks/http.ts"
@@ -140,6 +141,7 @@ const Services = OAuthService.layer.pipe(
     SecretsService.layer,
     WebhooksService.layer,
     UsageService.layer.pipe(Layer.provideMerge(QuotasService.layer)),
+    UsageRollup.layer,
     AgentProvidersService.layer.pipe(Layer.provide(AgentProviderClient.layer)),
     Billing,
     Layer.mergeAll(IntegrationsService.layer, IngressService.layer).pipe(
@@ -215,7 +217,7 @@ const Docs = HttpApiScalar.layer(ControlPlaneApi, { path: "/docs", scalar })
 
 /**
  * The HTTP side: the edge in front of the typed API, the docs and the development simulators; plus the idle sweep, the
- * webhook delivery worker and the lease sweep, which serve no route.
+ * webhook delivery worker, the lease sweep and the usage roll-up, which serve no route.
  */
 const Http = Layer.mergeAll(
   ApiRoutes,
@@ -229,7 +231,8 @@ const Http = Layer.mergeAll(
   EnvironmentSweep.background,
   WebhookWorker.background,
   LeaseSweep.background,
-  UploadSweep.background
+  UploadSweep.background,
+  UsageRollup.background
 )
 
 /** Every route with the services it needs; needs the configuration and one flavour of repositories. */

@@ -1,7 +1,10 @@
 /**
  * Usage records and their rollups. `ingest` stores a batch in one statement that skips keys the workspace already
- * holds (`on conflict do nothing`, so concurrent replicas store a key once) and adds exactly the stored records to
- * their hourly and daily rollups in the same statement: a summary read after the answer already reflects them.
+ * holds (`on conflict do nothing`, so concurrent replicas store a key once) and adds exactly the stored records'
+ * per-hour sums to the pending rollups in the same statement: plain inserts, so concurrent ingests never wait for one
+ * another on a shared rollup row. `rollUp` (the roll-up fiber of every replica) folds claimed pending sums into the
+ * hourly and daily rollups the summary reads; quota usage reads rollups and pending sums in one statement, so it is
+ * exact whether or not a record has been folded yet.
  */
 import { RollupId } from "@cp/domain/ids"
 import { type BucketType } from "@cp/domain/metering"
@@ -9,7 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Array as Arr, Context, Effect, flow, Layer, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { atomically } from "../Memory.ts"
+import { atomically, type Changes } from "../Memory.ts"
 import { compositeKey } from "../memoryTable.ts"
 import {
   RollupQuery,
@@ -31,6 +34,22 @@ export const bucketStartOf = (bucketType: BucketType, at: Date): Date => {
 }
 
 const SumRow = Schema.Struct({ used: Schema.Number })
+const FoldedRow = Schema.Struct({ folded: Schema.Number })
+
+/** The memory twin of a `usage_rollup_pending` row: one ingest's sum for one scope, metric and UTC hour. */
+interface PendingSum {
+  readonly orgId: UsageRecordRow["orgId"]
+  readonly projectId: UsageRecordRow["projectId"]
+  readonly environmentId: UsageRecordRow["environmentId"]
+  readonly metric: string
+  readonly hourStart: Date
+  readonly quantity: number
+  readonly recordCount: number
+  readonly createdAt: Date
+}
+
+const scopeKeyOf = (row: Omit<PendingSum, "hourStart" | "quantity" | "recordCount" | "createdAt">) =>
+  [row.orgId, row.projectId, row.environmentId, row.metric] as const
 const IdRow = Schema.Struct({ id: Schema.String })
 
 /** Whether a row of a scope belongs to the asked scope: every row of the workspace, of the project, or of the env. */
@@ -52,62 +71,81 @@ export class UsageRepo extends Context.Service<UsageRepo, {
   readonly ingest: (batch: UsageIngest) => Effect.Effect<ReadonlyArray<UsageRecordRow>>
   /** The workspace's stored records holding any of these keys. */
   readonly findByKeys: (keys: UsageKeys) => Effect.Effect<ReadonlyArray<UsageRecordRow>>
-  /** The rollups a summary shows. */
+  /**
+   * Folds up to `limit` pending sums (the oldest unclaimed ones; those another replica is folding are skipped) into
+   * their hourly and daily rollups, atomically; answers how many it folded (fewer than `limit`: none is left).
+   */
+  readonly rollUp: (limit: number) => Effect.Effect<number>
+  /** The rollups a summary shows (records ingested since the last `rollUp` are not in them yet). */
   readonly rollups: (query: RollupQuery) => Effect.Effect<ReadonlyArray<RollupRow>>
-  /** The summed quantity of a scope's records in a window on hour boundaries (from the hourly rollups). */
+  /**
+   * The summed quantity of a scope's records in a window on hour boundaries: the hourly rollups plus the sums still
+   * pending, read in one statement, so every stored record counts exactly once.
+   */
   readonly usedInWindow: (window: UsageInWindow) => Effect.Effect<number>
 }>()("@cp/persistence/usage/UsageRepo") {
   static readonly memory = Layer.sync(UsageRepo, () => {
     const records = new Map<string, UsageRecordRow>()
     const byKey = new Map<string, string>()
+    const pending = new Map<number, PendingSum>()
     const rollups = new Map<string, RollupRow>()
+    let nextPending = 1
+    /** Adds one pending sum to its `bucketType` rollup. */
+    const fold = (changes: Changes, sum: PendingSum, bucketType: BucketType) => {
+      const bucketStart = bucketStartOf(bucketType, sum.hourStart)
+      const rollupKey = compositeKey(...scopeKeyOf(sum), bucketType, bucketStart.toISOString())
+      const current = rollups.get(rollupKey)
+      changes.set(
+        rollups,
+        rollupKey,
+        current === undefined
+          ? {
+            id: RollupId.make(randomUUID()),
+            orgId: sum.orgId,
+            projectId: sum.projectId,
+            environmentId: sum.environmentId,
+            metric: sum.metric,
+            bucketType,
+            bucketStart,
+            quantity: sum.quantity,
+            recordCount: sum.recordCount,
+            createdAt: sum.createdAt,
+            updatedAt: sum.createdAt
+          }
+          : {
+            ...current,
+            quantity: current.quantity + sum.quantity,
+            recordCount: current.recordCount + sum.recordCount,
+            updatedAt: sum.createdAt > current.updatedAt ? sum.createdAt : current.updatedAt
+          }
+      )
+    }
     return UsageRepo.of({
       ingest: ({ at, records: batch }) =>
         atomically((changes) => {
           const stored: Array<UsageRecordRow> = []
+          const sums = new Map<string, PendingSum>()
           for (const row of batch) {
             const key = compositeKey(row.orgId, row.idempotencyKey)
             if (byKey.has(key)) continue
             changes.set(byKey, key, row.id)
             changes.set(records, row.id, row)
             stored.push(row)
-            for (const bucketType of ["hour", "day"] as const) {
-              const bucketStart = bucketStartOf(bucketType, row.recordedAt)
-              const rollupKey = compositeKey(
-                row.orgId,
-                row.projectId,
-                row.environmentId,
-                row.metric,
-                bucketType,
-                bucketStart.toISOString()
-              )
-              const current = rollups.get(rollupKey)
-              changes.set(
-                rollups,
-                rollupKey,
-                current === undefined
-                  ? {
-                    id: RollupId.make(randomUUID()),
-                    orgId: row.orgId,
-                    projectId: row.projectId,
-                    environmentId: row.environmentId,
-                    metric: row.metric,
-                    bucketType,
-                    bucketStart,
-                    quantity: row.quantity,
-                    recordCount: 1,
-                    createdAt: at,
-                    updatedAt: at
-                  }
-                  : {
-                    ...current,
-                    quantity: current.quantity + row.quantity,
-                    recordCount: current.recordCount + 1,
-                    updatedAt: at
-                  }
-              )
-            }
+            const hourStart = bucketStartOf("hour", row.recordedAt)
+            const sumKey = compositeKey(...scopeKeyOf(row), hourStart.toISOString())
+            const sum = sums.get(sumKey)
+            sums.set(sumKey, {
+              orgId: row.orgId,
+              projectId: row.projectId,
+              environmentId: row.environmentId,
+              metric: row.metric,
+              hourStart,
+              quantity: (sum?.quantity ?? 0) + row.quantity,
+              recordCount: (sum?.recordCount ?? 0) + 1,
+              createdAt: at
+            })
           }
+          for (const sum of sums.values()) changes.set(pending, nextPending++, sum)
           return Effect.succeed(stored)
         }),
       findByKeys: ({ orgId, keys }) =>
@@ -118,6 +156,16 @@ export class UsageRepo extends Context.Service<UsageRepo, {
             return row === undefined ? [] : [row]
           })
         ),
+      rollUp: (limit) =>
+        atomically((changes) => {
+          const claimed = Array.from(pending.entries()).slice(0, limit)
+          for (const [id, sum] of claimed) {
+            changes.delete(pending, id)
+            fold(changes, sum, "hour")
+            fold(changes, sum, "day")
+          }
+          return Effect.succeed(claimed.length)
+        }),
       rollups: (query) =>
         Effect.sync(() =>
           Array.from(rollups.values()).filter((row) =>
@@ -131,12 +179,16 @@ export class UsageRepo extends Context.Service<UsageRepo, {
           )
         ),
       usedInWindow: (window) =>
-        Effect.sync(() =>
-          Array.from(rollups.values()).filter((row) =>
-            row.orgId === window.orgId && row.metric === window.metric && row.bucketType === "hour" &&
-            row.bucketStart >= window.start && row.bucketStart < window.end && inScope(window, row)
-          ).reduce((sum, row) => sum + row.quantity, 0)
-        )
+        Effect.sync(() => {
+          const counts = (row: { readonly orgId: string; readonly metric: string } & Parameters<typeof inScope>[1]) =>
+            row.orgId === window.orgId && row.metric === window.metric && inScope(window, row)
+          const inWindow = (start: Date) => start >= window.start && start < window.end
+          const folded = Array.from(rollups.values()).filter((row) =>
+            row.bucketType === "hour" && inWindow(row.bucketStart) && counts(row)
+          )
+          const unfolded = Array.from(pending.values()).filter((sum) => inWindow(sum.hourStart) && counts(sum))
+          return [...folded, ...unfolded].reduce((total, row) => total + row.quantity, 0)
+        })
     })
   })
 
@@ -153,22 +205,25 @@ export class UsageRepo extends Context.Service<UsageRepo, {
         "id, org_id, project_id, environment_id, metric, bucket_type, bucket_start, quantity::float8 as quantity, " +
           "record_count::float8 as record_count, created_at, updated_at"
       )
-      /** Adds the `stored` CTE's records to their `bucketType` rollups, one row per bucket, in a stable lock order. */
-      const rollUp = (bucketType: BucketType, at: Date) => {
+      /**
+       * Adds the `claimed` CTE's pending sums to their `bucketType` rollups, one row per bucket, in one lock order
+       * (replicas folding at once wait for each other on a shared rollup row, never deadlock).
+       */
+      const foldInto = (bucketType: BucketType) => {
         const unit = sql.literal(bucketType === "hour" ? "'hour'" : "'day'")
         return sql`
           insert into usage_rollups
             (org_id, project_id, environment_id, metric, bucket_type, bucket_start, quantity, record_count,
              created_at, updated_at)
-          select org_id, project_id, environment_id, metric, ${unit},
-            date_trunc(${unit}, recorded_at, 'UTC'), sum(quantity), count(*), ${at}::timestamptz, ${at}::timestamptz
-          from stored
+          select org_id, project_id, environment_id, metric, ${unit}, date_trunc(${unit}, hour_start, 'UTC'),
+            sum(quantity), sum(record_count), min(created_at), max(created_at)
+          from claimed
           group by 1, 2, 3, 4, 6
           order by 1, 4, 6, 2, 3
           on conflict on constraint usage_rollups_bucket_key do update
             set quantity = usage_rollups.quantity + excluded.quantity,
                 record_count = usage_rollups.record_count + excluded.record_count,
-                updated_at = excluded.updated_at`
+                updated_at = greatest(usage_rollups.updated_at, excluded.updated_at)`
       }
       const decodeIds = Schema.decodeUnknownEffect(Schema.Array(IdRow))
       /** The statement answers only the stored ids: the rows themselves are the caller's, not decoded again. */
@@ -184,8 +239,14 @@ export class UsageRepo extends Context.Service<UsageRepo, {
             on conflict (org_id, idempotency_key) do nothing
             returning id, org_id, project_id, environment_id, metric, quantity, recorded_at
           ),
-          hourly as (${rollUp("hour", at)}),
-          daily as (${rollUp("day", at)})
+          pending as (
+            insert into usage_rollup_pending
+              (org_id, project_id, environment_id, metric, hour_start, quantity, record_count, created_at)
+            select org_id, project_id, environment_id, metric, date_trunc('hour', recorded_at, 'UTC'),
+              sum(quantity), count(*), ${at}::timestamptz
+            from stored
+            group by 1, 2, 3, 4, 5
+          )
           select id from stored`.pipe(
           Effect.flatMap(decodeIds),
           Effect.map((stored) => {
@@ -195,6 +256,16 @@ export class UsageRepo extends Context.Service<UsageRepo, {
           Effect.orDie
         )
       }
+      /** The conditions of a scope's rows of one metric in a window, on `usage_rollups` or `usage_rollup_pending`. */
+      const scopeIn = (window: typeof UsageInWindow.Encoded, startColumn: string) =>
+        sql.and([
+          sql`org_id = ${window.orgId}`,
+          sql`metric = ${window.metric}`,
+          sql`${sql(startColumn)} >= ${window.start}`,
+          sql`${sql(startColumn)} < ${window.end}`,
+          ...(window.projectId === null ? [] : [sql`project_id = ${window.projectId}`]),
+          ...(window.environmentId === null ? [] : [sql`environment_id = ${window.environmentId}`])
+        ])
       return UsageRepo.of({
         ingest,
         findByKeys: flow(
@@ -208,6 +279,26 @@ export class UsageRepo extends Context.Service<UsageRepo, {
                   sql.in(keys)
                 }`
           }),
+          Effect.orDie
+        ),
+        rollUp: flow(
+          SqlSchema.findOne({
+            Request: Schema.Number,
+            Result: FoldedRow,
+            execute: (limit) =>
+              sql`
+                with claimed as (
+                  delete from usage_rollup_pending
+                  where id in (
+                    select id from usage_rollup_pending order by id limit ${limit} for update skip locked
+                  )
+                  returning org_id, project_id, environment_id, metric, hour_start, quantity, record_count, created_at
+                ),
+                hourly as (${foldInto("hour")}),
+                daily as (${foldInto("day")})
+                select count(*)::int as folded from claimed`
+          }),
+          Effect.map((row) => row.folded),
           Effect.orDie
         ),
         rollups: flow(
@@ -236,20 +327,14 @@ export class UsageRepo extends Context.Service<UsageRepo, {
           SqlSchema.findOne({
             Request: UsageInWindow,
             Result: SumRow,
+            // One statement, one snapshot: a sum a replica folds meanwhile counts in one table or the other.
             execute: (window) =>
               sql`
-                select coalesce(sum(quantity), 0)::float8 as used from usage_rollups
-                where ${
-                sql.and([
-                  sql`org_id = ${window.orgId}`,
-                  sql`metric = ${window.metric}`,
-                  sql`bucket_type = 'hour'`,
-                  sql`bucket_start >= ${window.start}`,
-                  sql`bucket_start < ${window.end}`,
-                  ...(window.projectId === null ? [] : [sql`project_id = ${window.projectId}`]),
-                  ...(window.environmentId === null ? [] : [sql`environment_id = ${window.environmentId}`])
-                ])
-              }`
+                select (
+                  coalesce((select sum(quantity) from usage_rollups
+                    where bucket_type = 'hour' and ${scopeIn(window, "bucket_start")}), 0) +
+                  coalesce((select sum(quantity) from usage_rollup_pending where ${scopeIn(window, "hour_start")}), 0)
+                )::float8 as used`
           }),
           Effect.map((row) => row.used),
           Effect.orDie

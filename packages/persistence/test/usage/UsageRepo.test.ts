@@ -1,7 +1,8 @@
 /**
  * The usage repository's contract on memory, PGlite and (with `DATABASE_URL`) PostgreSQL: one statement stores the
- * records whose keys the workspace lacks (keys are per workspace), adds exactly those to their hourly and daily
- * rollups, and the reads (keys, rollups in summary order, windowed sums by nested scope) agree on every backend.
+ * records whose keys the workspace lacks (keys are per workspace) and queues exactly those for roll-up; `rollUp`
+ * folds the queue into hourly and daily rollups, a claim at a time; windowed sums by nested scope count every stored
+ * record once, folded or not; and the reads (keys, rollups in summary order) agree on every backend.
  */
 import { UsageRecordId } from "@cp/domain/ids"
 import { assert } from "@effect/vitest"
@@ -41,6 +42,17 @@ const recordRow = (
   ...overrides
 })
 
+/** Folds every pending sum, of this suite or another (the queue is the database's): how many. */
+const drain = (usage: UsageRepo["Service"]) =>
+  Effect.gen(function*() {
+    let total = 0
+    while (true) {
+      const folded = yield* usage.rollUp(100)
+      total += folded
+      if (folded < 100) return total
+    }
+  })
+
 describeContract("UsageRepo", implementations, (it) => {
   it.effect("ingest stores new keys only (per workspace) and answers the stored rows as given", () =>
     Effect.gen(function*() {
@@ -70,6 +82,7 @@ describeContract("UsageRepo", implementations, (it) => {
         records: [recordRow(org, 75, { idempotencyKey: a.idempotencyKey, quantity: 100 })],
         at: at(75)
       })
+      yield* drain(usage)
       const query = { orgId: org.id, metric: "calls", start: at(-60 * 24), end: at(60 * 24), environmentId: null }
       const hours = yield* usage.rollups({ ...query, bucketType: "hour", projectId: null })
       assert.deepStrictEqual(
@@ -85,5 +98,44 @@ describeContract("UsageRepo", implementations, (it) => {
       assert.strictEqual(yield* usage.usedInWindow({ ...query, start: at(0), end: at(60), projectId: null }), 5)
       assert.strictEqual(yield* usage.usedInWindow({ ...query, start: at(0), end: at(120), projectId }), 3)
       assert.strictEqual(yield* usage.usedInWindow({ ...query, start: at(60), end: at(120), projectId: null }), 4)
+    }))
+
+  it.effect("usage counts a record once before and after its roll-up; rollUp claims at most its limit per call", () =>
+    Effect.gen(function*() {
+      const usage = yield* UsageRepo
+      const { org, projectId } = yield* setup
+      yield* drain(usage)
+      // Three ingests: three pending sums for the workspace-level hour 0, one for the project's hour 1.
+      for (const minutes of [5, 6, 7]) yield* usage.ingest({ records: [recordRow(org, minutes)], at: at(minutes) })
+      yield* usage.ingest({
+        records: [recordRow(org, 61, { quantity: 5, projectId }), recordRow(org, 62, { quantity: 6, projectId })],
+        at: at(62)
+      })
+      const window = { orgId: org.id, metric: "calls", start: at(0), end: at(120), environmentId: null }
+      const query = { ...window, start: at(-60 * 24), end: at(60 * 24) }
+      const used = Effect.all([
+        usage.usedInWindow({ ...window, projectId: null }),
+        usage.usedInWindow({ ...window, projectId }),
+        usage.usedInWindow({ ...window, start: at(60), projectId: null })
+      ])
+      assert.deepStrictEqual(yield* used, [14, 11, 11])
+      assert.deepStrictEqual(yield* usage.rollups({ ...query, bucketType: "hour", projectId: null }), [])
+      assert.strictEqual(yield* usage.rollUp(2), 2)
+      assert.deepStrictEqual(yield* used, [14, 11, 11])
+      assert.strictEqual(yield* drain(usage), 2)
+      assert.deepStrictEqual(yield* used, [14, 11, 11])
+      const hours = yield* usage.rollups({ ...query, bucketType: "hour", projectId: null })
+      assert.deepStrictEqual(hours.map((r) => [r.bucketStart.toISOString(), r.projectId, r.quantity, r.recordCount]), [
+        [at(0).toISOString(), null, 3, 3],
+        [at(60).toISOString(), projectId, 11, 2]
+      ])
+      // The rollup was created by the first ingest it holds and updated by the last.
+      assert.deepStrictEqual([hours[0]?.createdAt, hours[0]?.updatedAt], [at(5), at(7)])
+      const days = yield* usage.rollups({ ...query, bucketType: "day", projectId: null })
+      assert.deepStrictEqual(days.map((r) => [r.projectId, r.quantity, r.recordCount]), [[null, 3, 3], [
+        projectId,
+        11,
+        2
+      ]])
     }))
 })

@@ -1,8 +1,9 @@
 /**
  * Usage ingestion and summaries (metering-billing.md §1–2). Single and batch ingest take one path: every record is
  * checked (fields, the 35-day / 5-minute window, its project and environment), keys repeated earlier in the batch or
- * already stored are duplicates, and the rest are stored in one statement that also updates their rollups, in one
- * transaction with the violations they cause. A key lost to a concurrent replica is a duplicate too.
+ * already stored are duplicates, and the rest are stored in one statement that also queues their per-hour sums for the
+ * roll-up fiber (`rollup.ts`), in one transaction with the violations they cause when a quota applies. A key lost to
+ * a concurrent replica is a duplicate too. Summaries read the rollups, at most one roll-up pass behind.
  */
 import {
   type Actor,
@@ -158,15 +159,27 @@ export class UsageService extends Context.Service<UsageService, {
           })
         }
         const applicable = yield* quotas.quotasFor(orgId, candidates.map((c) => c.row.metric))
-        const stored = yield* tx.withTransaction(Effect.gen(function*() {
-          // Key order is lock order: two batches sharing keys in any order wait for each other, never deadlock.
-          const ordered = candidates.map((c) => c.row).sort((x, y) =>
-            x.idempotencyKey < y.idempotencyKey ? -1 : x.idempotencyKey > y.idempotencyKey ? 1 : 0
-          )
-          const rows = yield* usage.ingest({ records: ordered, at: now })
-          yield* quotas.afterIngest(eventActorOf(actor), orgId, rows, applicable)
-          return rows
-        }))
+        // Key order is lock order: two batches sharing keys in any order wait for each other, never deadlock.
+        const ordered = candidates.map((c) => c.row).sort((x, y) =>
+          x.idempotencyKey < y.idempotencyKey ? -1 : x.idempotencyKey > y.idempotencyKey ? 1 : 0
+        )
+        const store = usage.ingest({ records: ordered, at: now })
+        // A single record without a quota to evaluate is one small statement: no transaction (its round trips) needed.
+        // A batch's statement is large: a transaction reserves a session for it alone, so concurrent batches run side
+        // by side instead of queueing on a shared (multiplexed) session behind each other and every other statement.
+        const stored = applicable.length === 0 && ordered.length <= 1
+          ? yield* store
+          : yield* tx.withTransaction(Effect.gen(function*() {
+            // Ingests of one workspace and quota'd metric run one at a time, so each one's usage read (after its
+            // statement, on a fresh snapshot) includes every ingest before it and a limit crossed by two concurrent
+            // batches is seen by the second. Metric order is lock order.
+            for (const metric of [...new Set(applicable.map((quota) => quota.metric))].sort()) {
+              yield* tx.lock(`usage:${orgId}:${metric}`)
+            }
+            const rows = yield* store
+            yield* quotas.afterIngest(eventActorOf(actor), orgId, rows, applicable)
+            return rows
+          }))
         const storedIds = new Set(stored.map((row) => row.id))
         const keyHolders = new Map<string, UsageRecord["id"]>()
         for (const row of stored) keyHolders.set(row.idempotencyKey, row.id)

@@ -12,11 +12,12 @@ import { Entitlements } from "../../src/platform/entitlements.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { mostSpecific, periodWindow } from "../../src/quotas/rules.ts"
 import { QuotasService } from "../../src/quotas/service.ts"
+import { UsageRollup } from "../../src/usage/rollup.ts"
 import { UsageService } from "../../src/usage/service.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
 import { areaServicesLayer, userActor } from "../support/services.ts"
 
-const servicesLayer = UsageService.layer.pipe(
+const servicesLayer = Layer.mergeAll(UsageService.layer, UsageRollup.layer).pipe(
   Layer.provideMerge(QuotasService.layer),
   Layer.provideMerge(Entitlements.layer),
   Layer.provideMerge(areaServicesLayer)
@@ -117,8 +118,12 @@ describe("metering time rules", () => {
       // 23:00: a new hour; the day and month still hold 4.
       yield* TestClock.setTime(Date.UTC(2026, 2, 31, 23, 0))
       yield* record(actor, workspace, { quantity: 1 })
+      // A roll-up pass first (the server's fiber runs one every second).
       const summary = (bucketType: "hour" | "day") =>
-        Effect.flatMap(UsageService, (usage) => usage.summary(workspace, { metric: "calls", bucketType }))
+        Effect.andThen(
+          Effect.flatMap(UsageRollup, (rollup) => rollup.runOnce),
+          Effect.flatMap(UsageService, (usage) => usage.summary(workspace, { metric: "calls", bucketType }))
+        )
       assert.strictEqual((yield* summary("hour")).rollups.length, 2)
       assert.strictEqual((yield* summary("day")).rollups.length, 1)
       // The hour quota has the most room now (1 of 10); the others hold 5.
