@@ -922,7 +922,9 @@ const integrationFixtures: Readonly<Record<string, Fixture>> = {
         }
       })
     }
-  },
+  }
+}
+
 const sha256Of = (text: string) => `sha256:${createHash("sha256").update(text).digest("hex")}`
 
 /** A fresh object of the matrix project, stored by the creator: its project and digest. */

@@ -125,8 +125,8 @@ export const RepositoriesMemory = Layer.mergeAll(
   SimInstallationsRepo.memory,
   IntegrationGrantsRepo.memory,
   ScopeTemplatesRepo.memory,
-  RunsRepo.memory,
-  JobLogsRepo.memory,
+  // Memory log chunks find their workspace through the runs.
+  JobLogsRepo.memory.pipe(Layer.provideMerge(RunsRepo.memory)),
   CliLinksRepo.memory,
   ObjectsRepo.memory,
   TfStateRepo.memory
