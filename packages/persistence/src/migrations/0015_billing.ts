@@ -35,7 +35,9 @@ export default Effect.gen(function*() {
         on conflict (plan_id, entitlement_key) do nothing`
     }
   }
-  yield* sql`alter table plans alter column public_id set not null`
+  // Plans made outside this seed (operators' custom plans) get a public id of their own.
+  yield* sql`
+    alter table plans alter column public_id set not null, alter column public_id set default gen_random_uuid()`
   yield* sql`alter table plans add constraint plans_public_id_key unique (public_id)`
 
   yield* sql`
