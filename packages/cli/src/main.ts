@@ -7,6 +7,7 @@ import { admin, agents } from "./commands/agents.ts"
 import { apiKeys } from "./commands/apiKeys.ts"
 import { audit } from "./commands/audit.ts"
 import { login, logout, whoami } from "./commands/auth.ts"
+import { billing } from "./commands/billing.ts"
 import { config } from "./commands/config.ts"
 import { flags } from "./commands/flags.ts"
 import { invitations } from "./commands/invitations.ts"
@@ -45,6 +46,7 @@ export const cpctl = Command.make("cpctl").pipe(
     webhooks,
     usage,
     quotas,
+    billing,
     agents,
     admin,
     link,
