@@ -6,30 +6,10 @@
 import { BillingSummary } from "@cp/domain"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { chromium } from "playwright-core"
+import { launch } from "./support/browser.ts"
 import { ok } from "./support/envelope.ts"
 import { TestServer, testServer, workspaceApi } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
-
-const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
-
-const launch = Effect.acquireRelease(
-  Effect.tryPromise(() =>
-    chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
-  ),
-  (browser) => Effect.promise(() => browser.close())
-)
 
 layer(testServer("memory"), { excludeTestServices: true, timeout: 60_000 })("billing checkout page", (it) => {
   it.effect("a person clicks Pay on the simulator's checkout page and the workspace is on team", () =>
