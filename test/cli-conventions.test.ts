@@ -138,7 +138,16 @@ const required: Readonly<Record<string, ReadonlyArray<string>>> = {
   "quotas set": ["api.requests", "--limit", "10", "--period", "day", "--enforcement", "soft"],
   "quotas delete": ["quo_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
   "quotas check": ["api.requests"],
-  "quotas violations": []
+  "quotas violations": [],
+  "billing plans": [],
+  "billing summary": [],
+  "billing invoices": [],
+  "billing payment-methods": [],
+  "billing checkout": ["team"],
+  "billing portal": [],
+  "billing change": ["business"],
+  "billing cancel": [],
+  "billing reconcile": []
 }
 
 describe("cpctl command tree", () => {

@@ -6,31 +6,9 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { existsSync } from "node:fs"
-import { type Browser, chromium } from "playwright-core"
+import { CHROMIUM, launch } from "./support/browser.ts"
 import { call, TestServer, testServer } from "./support/server.ts"
 import { signIn, signInWithPersonal } from "./support/session.ts"
-
-/** Debian's Chromium (`apt-get install chromium`; `.ci/run` installs it when missing). */
-const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
-
-// The flags keep a sandboxed, offline machine quiet: no background connections, no first-run work.
-const launch = Effect.acquireRelease(
-  Effect.tryPromise(() =>
-    chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
-  ),
-  (browser: Browser) => Effect.promise(() => browser.close())
-)
 
 layer(testServer("memory"), { excludeTestServices: true })("docs page", (it) => {
   it.effect("chromium is installed where the test looks for it", () =>

@@ -7,6 +7,7 @@ import { admin, agents } from "./commands/agents.ts"
 import { apiKeys } from "./commands/apiKeys.ts"
 import { audit } from "./commands/audit.ts"
 import { login, logout, whoami } from "./commands/auth.ts"
+import { billing } from "./commands/billing.ts"
 import { config } from "./commands/config.ts"
 import { flags } from "./commands/flags.ts"
 import { integrations, repoLinks } from "./commands/integrations.ts"
@@ -46,6 +47,7 @@ export const cpctl = Command.make("cpctl").pipe(
     webhooks,
     usage,
     quotas,
+    billing,
     agents,
     admin,
     integrations,

@@ -23,15 +23,6 @@ export type EntitlementRow = typeof EntitlementRow.Type
 /** The default plan every workspace is on until billing assigns another. */
 export const DEFAULT_PLAN_ID = "free"
 
-/** The free plan as migration 0008 seeds it; the memory repository starts from the same rows. */
-export const freePlanSeed: ReadonlyArray<
-  Pick<EntitlementRow, "entitlementKey" | "valueType" | "enabled" | "limitValue">
-> = [
-  { entitlementKey: "limit.projects", valueType: "quantity", enabled: true, limitValue: 5 },
-  { entitlementKey: "limit.repo_links", valueType: "quantity", enabled: true, limitValue: 5 },
-  { entitlementKey: "feature.integrations.scmhost", valueType: "boolean", enabled: true, limitValue: null }
-]
-
 /** One entitlement of a plan as billing (or a test) sets it, at `at`. */
 export const PlanEntitlement = Schema.Struct({
   ...Struct.omit(EntitlementRow.fields, ["createdAt", "updatedAt"]),

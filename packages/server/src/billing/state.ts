@@ -4,12 +4,7 @@
  * the plan assignment (the workspace's entitlements, rewritten in the same transaction) and the billing events. The
  * webhook ingress, reconcile and the period-end sweep all apply changes through here.
  */
-import { type Entitlement, EntitlementId, type OrgId, type Plan, type Subscription } from "@cp/domain"
-import {
-  Entitlement as EntitlementSchema,
-  Invoice as InvoiceSchema,
-  Subscription as SubscriptionSchema
-} from "@cp/domain"
+import { Entitlement, EntitlementId, Invoice, type OrgId, type Plan, Subscription, SubscriptionId } from "@cp/domain"
 import {
   BillingRepo,
   type BillingSubscriptionRow,
@@ -114,7 +109,7 @@ export class BillingState extends Context.Service<BillingState, {
             v5(`${orgId}:${row.planId}:${row.entitlementKey}:${subscriptionId ?? ""}`, ENTITLEMENT_NAMESPACE)
           ),
           orgId,
-          subscriptionId: subscriptionId as Entitlement["subscriptionId"],
+          subscriptionId: subscriptionId === null ? null : SubscriptionId.make(subscriptionId),
           entitlementKey: row.entitlementKey,
           valueType: row.valueType,
           enabled: row.enabled,
@@ -140,7 +135,7 @@ export class BillingState extends Context.Service<BillingState, {
           subject: { kind: "entitlements", id: orgId, name: planCode },
           data: {
             planCode,
-            entitlements: after.entitlements.map((entry) => apiJson(EntitlementSchema, entry))
+            entitlements: after.entitlements.map((entry) => apiJson(Entitlement, entry))
           },
           description: `Entitlements of plan ${planCode} applied`
         })
@@ -156,7 +151,7 @@ export class BillingState extends Context.Service<BillingState, {
         type,
         actor,
         subject: { kind: "subscription", id: subscription.id, name: planCode },
-        data: { subscription: apiJson(SubscriptionSchema, subscription), planCode },
+        data: { subscription: apiJson(Subscription, subscription), planCode },
         description: `Subscription ${type.slice("subscription.".length)} (${planCode})`
       })
 
@@ -262,7 +257,7 @@ export class BillingState extends Context.Service<BillingState, {
             type,
             actor,
             subject: { kind: "invoice", id: invoice.id, name: invoice.number },
-            data: { invoice: apiJson(InvoiceSchema, invoiceOf(invoice)) },
+            data: { invoice: apiJson(Invoice, invoiceOf(invoice)) },
             description: type === "invoice.paid" ? `Invoice ${invoice.number ?? invoice.id} paid` : "Payment failed"
           })
           return { _tag: "applied", changes: [`${type} ${data.id}`] } satisfies Applied
