@@ -47,9 +47,10 @@ export class RunsRepo extends Context.Service<RunsRepo, {
   /** Every job of the run, in declared order, locked (in that order) until the transaction ends. */
   readonly lockJobs: (runId: RunRow["id"]) => Effect.Effect<ReadonlyArray<JobRow>>
   /**
-   * Moves the run's job counts by `delta`, reserves `events` event numbers, sets `startedAt`/`canceledAt` where not
-   * set yet, in one update that sees every change committed before it; the run as it now is (its `nextSeq` already
-   * past the reserved numbers), locked until the transaction ends. None when the run does not exist.
+   * In one statement: moves the run's job counts by `delta`, appends `events` to its log under the next sequence
+   * numbers, sets `startedAt`/`canceledAt` where not set yet, on the run row as the last committed change left it;
+   * the run as it now is (its `nextSeq` past the appended events), locked until the transaction ends. None (nothing
+   * appended) when the run does not exist.
    */
   readonly advance: (request: RunAdvance) => Effect.Effect<Option.Option<RunRow>>
   /** Stores the run's status, counts, times and next event number. */
@@ -117,10 +118,13 @@ export class RunsRepo extends Context.Service<RunsRepo, {
         ),
       lockJob: ({ jobId, runId }) => Effect.sync(() => Option.fromUndefinedOr(jobs.get(jobKey(runId, jobId)))),
       lockJobs: (runId) => Effect.sync(() => jobsOf(runId)),
-      advance: ({ canceledAt, delta, events: reserved, runId, startedAt }) =>
+      advance: ({ canceledAt, delta, events: entries, runId, startedAt }) =>
         atomically((changes) =>
           Effect.sync(() =>
             Option.map(Option.fromUndefinedOr(runs.get(runId)), (run) => {
+              entries.forEach((entry, i) => {
+                changes.set(events, `${runId}/${run.nextSeq + i}`, { ...entry, runId, seq: run.nextSeq + i })
+              })
               const moved = (status: keyof RunRow["jobCounts"]) => run.jobCounts[status] + delta[status]
               const jobCounts = {
                 pending: moved("pending"),
@@ -134,7 +138,7 @@ export class RunsRepo extends Context.Service<RunsRepo, {
               const next: RunRow = {
                 ...run,
                 jobCounts,
-                nextSeq: run.nextSeq + reserved,
+                nextSeq: run.nextSeq + entries.length,
                 startedAt: run.startedAt ?? startedAt,
                 canceledAt: run.canceledAt ?? canceledAt
               }
@@ -253,10 +257,12 @@ export class RunsRepo extends Context.Service<RunsRepo, {
           ),
         lockJobs: (runId) => jobRows(sql`select * from jobs where run_id = ${runId} order by position for update`),
         // Each count moves by its delta on the row as it is when the lock is granted (an update re-reads a row another
-        // transaction changed meanwhile), so changes of different jobs committing in any order add up.
-        advance: ({ canceledAt, delta, events: reserved, runId, startedAt }) =>
+        // transaction changed meanwhile), so changes of different jobs committing in any order add up; the entries are
+        // numbered from that row in the same statement, so the run row is held only from here to the commit.
+        advance: ({ canceledAt, delta, events: entries, runId, startedAt }) =>
           firstRun(sql`
-            update runs set
+            with advanced as (
+              update runs set
               job_counts = jsonb_build_object(
                 'pending', (job_counts ->> 'pending')::int + ${delta.pending},
                 'running', (job_counts ->> 'running')::int + ${delta.running},
@@ -265,11 +271,27 @@ export class RunsRepo extends Context.Service<RunsRepo, {
                 'timed_out', (job_counts ->> 'timed_out')::int + ${delta.timed_out},
                 'memoized', (job_counts ->> 'memoized')::int + ${delta.memoized},
                 'canceled', (job_counts ->> 'canceled')::int + ${delta.canceled}),
-              next_seq = next_seq + ${reserved},
+              next_seq = next_seq + ${entries.length},
               started_at = coalesce(started_at, ${startedAt}),
               canceled_at = coalesce(canceled_at, ${canceledAt})
-            where id = ${runId}
-            returning *`),
+              where id = ${runId}
+              returning *
+            ), logged as (
+              insert into run_events (run_id, seq, type, job_id, attempt, runner_id, at, data)
+              select a.id, a.next_seq - ${entries.length} + e.i, e.type, e.job_id, e.attempt, e.runner_id, e.at, e.data
+              from advanced a, jsonb_to_recordset(${
+            sql.json(entries.map((entry, i) => ({
+              i,
+              type: entry.type,
+              job_id: entry.jobId,
+              attempt: entry.attempt,
+              runner_id: entry.runnerId,
+              at: entry.at.toISOString(),
+              data: entry.data
+            })))
+          }) as e(i integer, type text, job_id text, attempt integer, runner_id text, at timestamptz, data jsonb)
+            )
+            select * from advanced`),
         save: (run) =>
           Effect.orDie(sql`
             update runs set status = ${run.status}, job_counts = ${sql.json(run.jobCounts)}, next_seq = ${run.nextSeq},

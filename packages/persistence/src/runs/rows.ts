@@ -61,19 +61,23 @@ export type MemoKey = typeof MemoKey.Type
 export const RunEventsWindow = Schema.Struct({ runId: RunId, after: Schema.Int, limit: Schema.Int })
 export type RunEventsWindow = typeof RunEventsWindow.Type
 
+/** A run-log entry before the run row hands out its sequence number. */
+export const RunEventEntry = RunEventRow.mapFields(Struct.omit(["runId", "seq"]))
+export type RunEventEntry = typeof RunEventEntry.Type
+
 /** One job of one run. */
 export const JobOfRun = Schema.Struct({ runId: RunId, jobId: JobKey })
 export type JobOfRun = typeof JobOfRun.Type
 
 /**
  * The run-row side of one change to its jobs (what `RunsRepo.advance` applies atomically, locking the run row until
- * the transaction ends): how each job count moved, how many log entries the change appends, when the run started
- * (kept if already set) and when it was canceled (likewise).
+ * the transaction ends): how each job count moved, the log entries the change appends (numbered by the run row), when
+ * the run started (kept if already set) and when it was canceled (likewise).
  */
 export const RunAdvance = Schema.Struct({
   runId: RunId,
   delta: JobCounts,
-  events: Schema.Int,
+  events: Schema.Array(RunEventEntry),
   startedAt: Schema.NullOr(Schema.Date),
   canceledAt: Schema.NullOr(Schema.Date)
 })

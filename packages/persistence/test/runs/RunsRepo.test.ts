@@ -10,7 +10,7 @@ import { Deferred, Effect, Fiber, Layer, Option, Schema } from "effect"
 import { monotonicFactory } from "ulid"
 import { UniqueViolation } from "../../src/errors.ts"
 import { ProjectsRepo } from "../../src/projects/ProjectsRepo.ts"
-import type { JobRow, RunRow } from "../../src/runs/rows.ts"
+import type { JobRow, RunEventEntry, RunRow } from "../../src/runs/rows.ts"
 import { RunsRepo } from "../../src/runs/RunsRepo.ts"
 import { Transactor } from "../../src/Transactor.ts"
 import { OrganizationsRepo } from "../../src/workspaces/OrganizationsRepo.ts"
@@ -70,6 +70,16 @@ const jobRow = (run: RunRow, jobId: string, position: number, overrides: Partial
   finishedAt: null,
   updatedAt: run.createdAt,
   ...overrides
+})
+
+/** A run-log entry about `jobId`, not numbered yet. */
+const entry = (jobId: string, minutes: number): RunEventEntry => ({
+  type: "state.job.claimed",
+  jobId: jobKey(jobId),
+  attempt: 1,
+  runnerId: "r",
+  at: at(minutes),
+  data: { jobId, nested: { n: minutes } }
 })
 
 describeContract("RunsRepo", Repos, (it, backend) => {
@@ -176,8 +186,9 @@ describeContract("RunsRepo", Repos, (it, backend) => {
       assert.isTrue(Option.isNone(yield* tx.withTransaction(runs.lockJob({ runId: run.id, jobId: jobKey("z") }))))
       assert.deepStrictEqual(yield* tx.withTransaction(runs.lockJobs(run.id)), jobs)
       const delta = { pending: -1, running: 1, succeeded: 0, failed: 0, timed_out: 0, memoized: 0, canceled: 0 }
+      const entries = [entry("a", 13), entry("b", 13)]
       const started = yield* tx.withTransaction(
-        runs.advance({ runId: run.id, delta, events: 2, startedAt: at(13), canceledAt: null })
+        runs.advance({ runId: run.id, delta, events: entries, startedAt: at(13), canceledAt: null })
       )
       const expected: RunRow = {
         ...run,
@@ -186,9 +197,14 @@ describeContract("RunsRepo", Repos, (it, backend) => {
         startedAt: at(13)
       }
       assert.deepStrictEqual(started, Option.some(expected))
+      // The entries are numbered from the run row: its next numbers before the update, in order.
+      assert.deepStrictEqual(
+        yield* runs.events({ runId: run.id, after: 0, limit: 10 }),
+        entries.map((event, i) => ({ ...event, runId: run.id, seq: run.nextSeq + i }))
+      )
       // A second start and a cancel: the start time stays, the cancel time is set once.
       const again = yield* tx.withTransaction(
-        runs.advance({ runId: run.id, delta, events: 0, startedAt: at(14), canceledAt: at(14) })
+        runs.advance({ runId: run.id, delta, events: [], startedAt: at(14), canceledAt: at(14) })
       )
       assert.deepStrictEqual(
         again,
@@ -197,8 +213,11 @@ describeContract("RunsRepo", Repos, (it, backend) => {
       assert.deepStrictEqual(yield* runs.find({ orgId, projectId, runId: run.id }), again)
       const ghost = Schema.decodeSync(RunId)(ulid())
       assert.isTrue(
-        Option.isNone(yield* runs.advance({ runId: ghost, delta, events: 1, startedAt: null, canceledAt: null }))
+        Option.isNone(
+          yield* runs.advance({ runId: ghost, delta, events: [entry("a", 15)], startedAt: null, canceledAt: null })
+        )
       )
+      assert.deepStrictEqual(yield* runs.events({ runId: ghost, after: 0, limit: 10 }), [])
     }))
 
   it.effect("claimExpired finds jobs with a lapsed lease or timeout, by run and declared order", () =>
@@ -262,14 +281,26 @@ describeContract("RunsRepo", Repos, (it, backend) => {
         const held = yield* Deferred.make<void>()
         const release = yield* Deferred.make<void>()
         const holder = yield* tx.withTransaction(Effect.gen(function*() {
-          const first = yield* runs.advance({ runId: run.id, delta, events: 1, startedAt: at(16), canceledAt: null })
+          const first = yield* runs.advance({
+            runId: run.id,
+            delta,
+            events: [entry("a", 16)],
+            startedAt: at(16),
+            canceledAt: null
+          })
           yield* Deferred.succeed(held, undefined)
           yield* Deferred.await(release)
           return first
         })).pipe(Effect.forkChild)
         yield* Deferred.await(held)
         const waiter = yield* tx.withTransaction(
-          runs.advance({ runId: run.id, delta, events: 2, startedAt: at(17), canceledAt: null })
+          runs.advance({
+            runId: run.id,
+            delta,
+            events: [entry("b", 17), entry("b", 17)],
+            startedAt: at(17),
+            canceledAt: null
+          })
         ).pipe(Effect.forkChild)
         // Real time (not the test clock) for the waiter to reach the held row.
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
@@ -284,6 +315,12 @@ describeContract("RunsRepo", Repos, (it, backend) => {
             nextSeq: run.nextSeq + 3,
             startedAt: at(16)
           })
+        )
+        // Numbered in commit order, without a gap: the holder's entry, then the waiter's two.
+        const log = yield* runs.events({ runId: run.id, after: 0, limit: 10 })
+        assert.deepStrictEqual(
+          log.map((event) => `${event.seq}:${event.jobId}`),
+          [`${run.nextSeq}:a`, `${run.nextSeq + 1}:b`, `${run.nextSeq + 2}:b`]
         )
       }))
   }

@@ -44,6 +44,7 @@ import {
   idPosition,
   type JobRow,
   ProjectsRepo,
+  type RunEventEntry,
   type RunEventRow,
   type RunKey,
   type RunRow,
@@ -128,9 +129,6 @@ const createdByOf = (actor: Actor) => {
   return { id: actorId, kind: actorType }
 }
 
-/** A run-log entry before the run row hands out its sequence number. */
-type PendingEvent = Omit<RunEventRow, "runId" | "seq">
-
 /**
  * One change to a run: the run as read when it began (not locked; after `commit`, the run as stored), the jobs it
  * locked (and, for a claim, that job's dependencies as read), how the job counts moved, the jobs changed, the events
@@ -141,7 +139,7 @@ interface Working {
   readonly jobs: Map<string, JobRow>
   readonly delta: { -readonly [K in keyof JobCounts]: number }
   readonly changed: Set<string>
-  readonly events: Array<PendingEvent>
+  readonly events: Array<RunEventEntry>
   started: boolean
   canceled: boolean
   readonly now: Date
@@ -345,7 +343,7 @@ export class RunsService extends Context.Service<RunsService, {
         const advanced = yield* runs.advance({
           runId: working.run.id,
           delta: { ...working.delta },
-          events: working.events.length,
+          events: working.events,
           startedAt: working.started ? now : null,
           canceledAt: working.canceled ? now : null
         })
@@ -358,10 +356,10 @@ export class RunsService extends Context.Service<RunsService, {
           : finished
           ? now
           : run.finishedAt ?? now
-        const base = run.nextSeq - working.events.length
-        const rows: Array<RunEventRow> = working.events.map((event, i) => ({ ...event, runId: run.id, seq: base + i }))
+        const saved: RunRow = { ...run, status, finishedAt, nextSeq: run.nextSeq + (finished ? 1 : 0) }
+        if (status !== run.status || finishedAt?.getTime() !== run.finishedAt?.getTime()) yield* runs.save(saved)
         if (finished) {
-          rows.push({
+          yield* runs.appendEvents([{
             runId: run.id,
             seq: run.nextSeq,
             type: "state.run.finished",
@@ -370,11 +368,8 @@ export class RunsService extends Context.Service<RunsService, {
             runnerId: null,
             at: now,
             data: { status }
-          })
+          }])
         }
-        const saved: RunRow = { ...run, status, finishedAt, nextSeq: run.nextSeq + (finished ? 1 : 0) }
-        if (status !== run.status || finishedAt?.getTime() !== run.finishedAt?.getTime()) yield* runs.save(saved)
-        yield* runs.appendEvents(rows)
         working.run = saved
         if (finished) yield* recordRun(actor, saved, "run.finished", { status, jobCounts: { ...saved.jobCounts } })
         return saved
