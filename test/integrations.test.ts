@@ -758,7 +758,10 @@ describe("integrations: a provider that is down or failing", () => {
               SCMHOST_API_URL: api,
               SCMHOST_APP_ID: "7",
               SCMHOST_APP_SLUG: "x",
-              SCMHOST_APP_PRIVATE_KEY: TEST_PRIVATE_KEY
+              SCMHOST_APP_PRIVATE_KEY: TEST_PRIVATE_KEY,
+              INTEGRATION_PLAIN_API_URL: api,
+              INTEGRATION_BROKEN_API_URL: api,
+              INTEGRATION_BROKEN_CUSTODY: "1"
             }),
             NodeServices.layer
           )
