@@ -85,6 +85,14 @@ const connectScmhost = (world: World, account = `acme-${randomUUID().slice(0, 8)
       setup.headers.get("location") ?? "",
       `/integrations/connected?connectionId=${install.started.connection.id}`
     )
+    const landing = yield* call(
+      world.baseUrl,
+      "GET",
+      new URL(setup.headers.get("location") ?? "").pathname +
+        new URL(setup.headers.get("location") ?? "").search
+    )
+    assert.strictEqual(landing.status, 200)
+    assert.include(landing.text, install.started.connection.id)
     const connection = connectionOf(yield* world.api("GET", `/integrations/${install.started.connection.id}`))
     return { ...install, connection, account }
   })

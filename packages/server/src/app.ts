@@ -27,7 +27,7 @@ import { IngressService } from "./integrations/ingress.ts"
 import { DbhostSimulatorRoutes, IntegrationProviders } from "./integrations/providers.ts"
 import { ScmhostClient } from "./integrations/scmhost.ts"
 import { IntegrationsService } from "./integrations/service.ts"
-import { ScmhostSimulatorRoutes } from "./integrations/simulator.ts"
+import { ConnectedPageRoutes, ScmhostSimulatorRoutes } from "./integrations/simulator.ts"
 import { ScopeTemplatesService } from "./integrations/templates.ts"
 import { InvitationsHttp, MembersHttp } from "./members/http.ts"
 import { InvitationsService } from "./members/invitations.ts"
@@ -191,6 +191,7 @@ const Http = Layer.mergeAll(
   EdgeLive,
   AgentSimulatorRoutes,
   ScmhostSimulatorRoutes,
+  ConnectedPageRoutes,
   DbhostSimulatorRoutes,
   EnvironmentSweep.background,
   WebhookWorker.background,
