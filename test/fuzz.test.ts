@@ -144,7 +144,8 @@ for (const backend of sqlBackends) {
                 const res = yield* call(baseUrl, request.method, request.path, {
                   ...(credential === undefined ? {} : { token: credential }),
                   ...(request.body === undefined ? {} : { body: request.body }),
-                  ...(request.headers === undefined ? {} : { headers: request.headers })
+                  // A JSON client: routes that also serve browsers (the setup callback) answer it in JSON.
+                  headers: { accept: "application/json", ...request.headers }
                 })
                 sent++
                 statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)

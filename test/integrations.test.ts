@@ -15,6 +15,7 @@ import { createHmac, generateKeyPairSync, randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
+import { cpctlRun, tokenEnv } from "./support/cli.ts"
 import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
 import { assertNotInDatabase, captured, CaptureLogs } from "./support/plaintext.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
@@ -84,6 +85,14 @@ const connectScmhost = (world: World, account = `acme-${randomUUID().slice(0, 8)
       setup.headers.get("location") ?? "",
       `/integrations/connected?connectionId=${install.started.connection.id}`
     )
+    const landing = yield* call(
+      world.baseUrl,
+      "GET",
+      new URL(setup.headers.get("location") ?? "").pathname +
+        new URL(setup.headers.get("location") ?? "").search
+    )
+    assert.strictEqual(landing.status, 200)
+    assert.include(landing.text, install.started.connection.id)
     const connection = connectionOf(yield* world.api("GET", `/integrations/${install.started.connection.id}`))
     return { ...install, connection, account }
   })
@@ -738,6 +747,37 @@ for (const backend of sqlBackends) {
           entitlement: "limit.repo_links"
         })
       }))
+
+    it.effect("cpctl: integrations, repositories, repo-links; the token printed once, on stdout only", () =>
+      Effect.gen(function*() {
+        const { connected, link, repo, world } = yield* linkedWorld
+        const env = { ...tokenEnv(world.baseUrl, world.token), CP_WORKSPACE: world.orgId }
+        const listed = yield* cpctlRun(env, ["integrations", "list"])
+        assert.strictEqual(listed.exitCode, 0, listed.stderr)
+        assert.include(listed.stdout, connected.connection.id)
+        const repos = yield* cpctlRun(env, ["integrations", "repositories", connected.connection.id, "--filter", "web"])
+        assert.include(repos.stdout, "/web")
+        assert.notInclude(repos.stdout, "/api")
+        const links = yield* cpctlRun(env, ["repo-links", "list", world.projectId])
+        assert.include(links.stdout, link.id)
+        assert.include(links.stdout, "main=production")
+        const issued = yield* cpctlRun(env, [
+          "integrations",
+          "token",
+          "--repo",
+          repo.externalId,
+          "--permission",
+          "contents=read"
+        ])
+        assert.strictEqual(issued.exitCode, 0, issued.stderr)
+        const lines = issued.stdout.trim().split("\n")
+        assert.strictEqual(lines.length, 1)
+        assert.match(lines[0]!, /^ghs_/)
+        assert.notInclude(issued.stderr, lines[0]!)
+        const refused = yield* cpctlRun(env, ["integrations", "token", "--repo", "1", "--permission", "contents=read"])
+        assert.notStrictEqual(refused.exitCode, 0)
+        assert.include(refused.stderr, "forbidden")
+      }))
   })
 }
 
@@ -758,7 +798,10 @@ describe("integrations: a provider that is down or failing", () => {
               SCMHOST_API_URL: api,
               SCMHOST_APP_ID: "7",
               SCMHOST_APP_SLUG: "x",
-              SCMHOST_APP_PRIVATE_KEY: TEST_PRIVATE_KEY
+              SCMHOST_APP_PRIVATE_KEY: TEST_PRIVATE_KEY,
+              INTEGRATION_PLAIN_API_URL: api,
+              INTEGRATION_BROKEN_API_URL: api,
+              INTEGRATION_BROKEN_CUSTODY: "1"
             }),
             NodeServices.layer
           )

@@ -34,7 +34,7 @@ import { IngressService } from "./integrations/ingress.ts"
 import { DbhostSimulatorRoutes, IntegrationProviders } from "./integrations/providers.ts"
 import { ScmhostClient } from "./integrations/scmhost.ts"
 import { IntegrationsService } from "./integrations/service.ts"
-import { ScmhostSimulatorRoutes } from "./integrations/simulator.ts"
+import { ConnectedPageRoutes, ScmhostSimulatorRoutes } from "./integrations/simulator.ts"
 import { ScopeTemplatesService } from "./integrations/templates.ts"
 import { InvitationsHttp, MembersHttp } from "./members/http.ts"
 import { InvitationsService } from "./members/invitations.ts"
@@ -227,6 +227,7 @@ const Http = Layer.mergeAll(
   BillingSimulatorRoutes,
   BillingSweep.background,
   ScmhostSimulatorRoutes,
+  ConnectedPageRoutes,
   DbhostSimulatorRoutes,
   EnvironmentSweep.background,
   WebhookWorker.background,

@@ -33,9 +33,8 @@ import { apiJson, EventLog, systemActor } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
 import { environmentFor, installationIdOf, installationTransition, scmFactsOf } from "./rules.ts"
-import { toConnection, toDelivery } from "./service.ts"
+import { toConnection, toDelivery, toRepoLink } from "./service.ts"
 
-const BranchEnvMapJson = Schema.fromJsonString(Schema.Record(Schema.String, Schema.String))
 const Payload = Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
 
 /** The headers kept with a delivery: what the provider sent about it, never a credential. */
@@ -154,8 +153,7 @@ export class IngressService extends Context.Service<IngressService, {
         return yield* tx.withTransaction(Effect.gen(function*() {
           const at = yield* currentDate
           for (const link of linked) {
-            const map = Schema.decodeUnknownSync(BranchEnvMapJson)(link.branchEnvMapJson)
-            const environmentSlug = environmentFor(map, facts.branch)
+            const environmentSlug = environmentFor(toRepoLink(link).branchEnvMap, facts.branch)
             // A push to a mapped branch is use of that environment: the idle sweep must not archive it, and an
             // archived one comes back.
             const environment = environmentSlug === null || facts.type !== "scm.push"

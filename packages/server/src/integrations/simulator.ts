@@ -320,3 +320,20 @@ export const ScmhostSimulatorRoutes = Layer.unwrap(Effect.gen(function*() {
     })
   )
 }))
+
+/**
+ * Where the setup callback sends the browser (`{PUBLIC_BASE_URL}/integrations/connected?connectionId=…`): a small
+ * page saying the connection is made, so a person clicking through the install ends somewhere readable. It reads
+ * nothing and needs no credential: the id in the query is echoed, escaped, and nothing else is shown.
+ */
+export const ConnectedPageRoutes = HttpRouter.use((router) =>
+  router.add("GET", "/integrations/connected", (request) => {
+    const connectionId = new URL(request.url, "http://server").searchParams.get("connectionId") ?? ""
+    const shown = /^int_[0-9A-HJKMNP-TV-Z]{26}$/.test(connectionId) ? connectionId : "the connection"
+    return Effect.succeed(html(
+      "Connected",
+      `<h1>Connected</h1><p>${escapeHtml(shown)} is active. You can close this page and return to the CLI or API:` +
+        ` list its repositories with <code>cpctl integrations repositories ${escapeHtml(shown)}</code>.</p>`
+    ))
+  })
+)
