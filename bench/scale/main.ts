@@ -34,11 +34,12 @@ import type { Area, Route, Tenant } from "./kit.ts"
 import { scaleOf } from "./kit.ts"
 import { members } from "./members.ts"
 import { projects } from "./projects.ts"
+import { runs } from "./runs.ts"
 import { teams } from "./teams.ts"
 import { workspaces } from "./workspaces.ts"
 
 /** Every area, in the order they load (members before audit: audit's user actors are the members). */
-const AREAS: ReadonlyArray<Area> = [workspaces, members, projects, teams, audit]
+const AREAS: ReadonlyArray<Area> = [workspaces, members, projects, teams, audit, runs]
 
 const REQUESTS = scaleOf("SCALE_REQUESTS", 200)
 const DB_RUNS = scaleOf("SCALE_DB_RUNS", 50)
