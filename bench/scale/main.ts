@@ -240,21 +240,23 @@ const main = async () => {
   const base = `http://127.0.0.1:${port}`
   let child: ChildProcess | undefined
   const db = new pg.Client({ connectionString: databaseUrl })
-  let cleaned = false
-  /** Stops the server and drops the scratch database (unless `SCALE_KEEP=1`), once: at the end, or on a signal. */
-  const cleanup = async () => {
-    if (cleaned) return
-    cleaned = true
-    child?.kill("SIGTERM")
-    await db.end().catch(() => undefined)
-    if (process.env["SCALE_KEEP"] === "1") {
-      progress(`kept ${databaseUrl}`)
-    } else {
-      await new Promise((resolve) => setTimeout(resolve, 1000))
-      await admin.query(`drop database if exists ${name} with (force)`)
-    }
-    await admin.end()
-  }
+  let cleaning: Promise<void> | undefined
+  /**
+   * Stops the server and drops the scratch database (unless `SCALE_KEEP=1`), once: at the end, or on a signal (the
+   * load's statement then fails, and `main` waits for this same cleanup before it ends).
+   */
+  const cleanup = () =>
+    cleaning ??= (async () => {
+      child?.kill("SIGTERM")
+      if (process.env["SCALE_KEEP"] === "1") {
+        progress(`kept ${databaseUrl}`)
+      } else {
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        await admin.query(`drop database if exists ${name} with (force)`)
+      }
+      await db.end().catch(() => undefined)
+      await admin.end()
+    })()
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => void cleanup().finally(() => process.exit(130)))
   }
