@@ -36,10 +36,11 @@ import { members } from "./members.ts"
 import { projects } from "./projects.ts"
 import { runs } from "./runs.ts"
 import { teams } from "./teams.ts"
+import { webhooks } from "./webhooks.ts"
 import { workspaces } from "./workspaces.ts"
 
 /** Every area, in the order they load (members before audit: audit's user actors are the members). */
-const AREAS: ReadonlyArray<Area> = [workspaces, members, projects, teams, audit, runs]
+const AREAS: ReadonlyArray<Area> = [workspaces, members, projects, teams, audit, runs, webhooks]
 
 const REQUESTS = scaleOf("SCALE_REQUESTS", 200)
 const DB_RUNS = scaleOf("SCALE_DB_RUNS", 50)
@@ -240,6 +241,8 @@ const main = async () => {
   const base = `http://127.0.0.1:${port}`
   let child: ChildProcess | undefined
   const db = new pg.Client({ connectionString: databaseUrl })
+  // Dropping the database (on a signal) ends this connection under a statement in flight: that statement fails.
+  db.on("error", () => undefined)
   let cleaning: Promise<void> | undefined
   /**
    * Stops the server and drops the scratch database (unless `SCALE_KEEP=1`), once: at the end, or on a signal (the

@@ -14,6 +14,9 @@
  * Runs: a project's run list filters by `status` and `environmentId`; as for audit, each filter and the pair get an
  * index in the keyset order (an environment belongs to one project, so its index needs no project column), or a
  * status that no run of a busy project has walks every run of the project.
+ *
+ * Webhooks: an endpoint's statistics took the latest success and failure over its whole history; the latest
+ * completion per status is now one probe of an index.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -48,4 +51,6 @@ export default Effect.gen(function*() {
   yield* sql`create index runs_project_status_idx on runs (project_id, status, created_at desc, id desc)`
   yield* sql`create index runs_environment_idx on runs (environment_id, created_at desc, id desc)`
   yield* sql`create index runs_environment_status_idx on runs (environment_id, status, created_at desc, id desc)`
+  yield* sql`
+    create index webhook_deliveries_completed_idx on webhook_deliveries (endpoint_id, status, completed_at)`
 })
