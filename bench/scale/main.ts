@@ -34,11 +34,13 @@ import type { Area, Route, Tenant } from "./kit.ts"
 import { scaleOf } from "./kit.ts"
 import { members } from "./members.ts"
 import { projects } from "./projects.ts"
+import { runs } from "./runs.ts"
 import { teams } from "./teams.ts"
+import { webhooks } from "./webhooks.ts"
 import { workspaces } from "./workspaces.ts"
 
 /** Every area, in the order they load (members before audit: audit's user actors are the members). */
-const AREAS: ReadonlyArray<Area> = [workspaces, members, projects, teams, audit]
+const AREAS: ReadonlyArray<Area> = [workspaces, members, projects, teams, audit, runs, webhooks]
 
 const REQUESTS = scaleOf("SCALE_REQUESTS", 200)
 const DB_RUNS = scaleOf("SCALE_DB_RUNS", 50)
@@ -239,21 +241,25 @@ const main = async () => {
   const base = `http://127.0.0.1:${port}`
   let child: ChildProcess | undefined
   const db = new pg.Client({ connectionString: databaseUrl })
-  let cleaned = false
-  /** Stops the server and drops the scratch database (unless `SCALE_KEEP=1`), once: at the end, or on a signal. */
-  const cleanup = async () => {
-    if (cleaned) return
-    cleaned = true
-    child?.kill("SIGTERM")
-    await db.end().catch(() => undefined)
-    if (process.env["SCALE_KEEP"] === "1") {
-      progress(`kept ${databaseUrl}`)
-    } else {
-      await new Promise((resolve) => setTimeout(resolve, 1000))
-      await admin.query(`drop database if exists ${name} with (force)`)
-    }
-    await admin.end()
-  }
+  // Dropping the database (on a signal) ends this connection under a statement in flight: that statement fails.
+  db.on("error", () => undefined)
+  let cleaning: Promise<void> | undefined
+  /**
+   * Stops the server and drops the scratch database (unless `SCALE_KEEP=1`), once: at the end, or on a signal (the
+   * load's statement then fails, and `main` waits for this same cleanup before it ends).
+   */
+  const cleanup = () =>
+    cleaning ??= (async () => {
+      child?.kill("SIGTERM")
+      if (process.env["SCALE_KEEP"] === "1") {
+        progress(`kept ${databaseUrl}`)
+      } else {
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        await admin.query(`drop database if exists ${name} with (force)`)
+      }
+      await db.end().catch(() => undefined)
+      await admin.end()
+    })()
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => void cleanup().finally(() => process.exit(130)))
   }

@@ -9,7 +9,16 @@
  * workspace, category, actor, event type and subject (kind and id); this adds the rest.
  *
  * Members: the member list pages a workspace's members by `(joined_at, id)`, which no index ordered (only the
- * `(org_id, subject_type, subject_id)` key), so each page sorted every member of the workspace.
+ * `(org_id, subject_type, subject_id)` key), so each page sorted every member of the workspace; and the roles of a
+ * page's members (`org_id = … and subject_id = any(…)`) read every binding of the workspace, since the grant key puts
+ * `subject_type` between the two.
+ *
+ * Runs: a project's run list filters by `status` and `environmentId`; as for audit, each filter and the pair get an
+ * index in the keyset order (an environment belongs to one project, so its index needs no project column), or a
+ * status that no run of a busy project has walks every run of the project.
+ *
+ * Webhooks: an endpoint's statistics took the latest success and failure over its whole history; the latest
+ * completion per status is now one probe of an index.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -41,4 +50,10 @@ export default Effect.gen(function*() {
     yield* sql.unsafe(`create index ${name} on audit_entries (org_id, ${columns}, occurred_at desc, id desc)`)
   }
   yield* sql`create index members_org_joined_idx on members (org_id, joined_at desc, id desc)`
+  yield* sql`create index role_bindings_org_subject_idx on role_bindings (org_id, subject_id)`
+  yield* sql`create index runs_project_status_idx on runs (project_id, status, created_at desc, id desc)`
+  yield* sql`create index runs_environment_idx on runs (environment_id, created_at desc, id desc)`
+  yield* sql`create index runs_environment_status_idx on runs (environment_id, status, created_at desc, id desc)`
+  yield* sql`
+    create index webhook_deliveries_completed_idx on webhook_deliveries (endpoint_id, status, completed_at)`
 })

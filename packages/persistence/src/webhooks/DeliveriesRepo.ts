@@ -225,16 +225,20 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           SqlSchema.findOne({
             Request: EndpointSince,
             Result: AttemptStats,
+            // The counts read the window's range of `webhook_deliveries_endpoint_idx`, and each latest completion is
+            // one probe of `webhook_deliveries_completed_idx`: never the endpoint's whole history (issue 19).
             execute: ({ endpointId, since }) =>
               sql`
                 select
-                  count(*) filter (where status = 'success' and created_at >= ${since})::int as success,
-                  count(*) filter (where status = 'failed' and created_at >= ${since})::int as failed,
-                  count(*) filter (where status = 'retrying' and created_at >= ${since})::int as retrying,
-                  count(*) filter (where status = 'pending' and created_at >= ${since})::int as pending,
-                  max(completed_at) filter (where status = 'success') as last_success_at,
-                  max(completed_at) filter (where status = 'failed') as last_failure_at
-                from webhook_deliveries where endpoint_id = ${endpointId}`
+                  count(*) filter (where status = 'success')::int as success,
+                  count(*) filter (where status = 'failed')::int as failed,
+                  count(*) filter (where status = 'retrying')::int as retrying,
+                  count(*) filter (where status = 'pending')::int as pending,
+                  (select max(completed_at) from webhook_deliveries
+                    where endpoint_id = ${endpointId} and status = 'success') as last_success_at,
+                  (select max(completed_at) from webhook_deliveries
+                    where endpoint_id = ${endpointId} and status = 'failed') as last_failure_at
+                from webhook_deliveries where endpoint_id = ${endpointId} and created_at >= ${since}`
           }),
           Effect.orDie
         ),
