@@ -2,15 +2,18 @@
  * Command-line links end to end (run-state.md §1; spec: Command-line workspace link, Run-state plane links table):
  * canonical URLs, the project created from the repository name or named by `projectSlug` (counting against
  * `limit.projects`), an active link answered as it is, `ciSettings` defaults and PATCH, resolve across workspaces with
- * `lastSeenAt`, unlink keeping the project. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
+ * `lastSeenAt`, unlink keeping the project; the scmhost identity of a linked repository from an active connection
+ * (connected through the simulator) that sees it. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
  */
-import { CliLink, Project } from "@cp/domain"
+import { CliLink, Project, Repository } from "@cp/domain"
+import { simAccountId } from "@cp/server/integrations/simulator"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
+import { connectScmhost, newWorld } from "./support/scmhost.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
 
@@ -146,6 +149,50 @@ for (const backend of sqlBackends) {
           // Linking again makes a new active link.
           const relinked = linkOf(yield* as("POST", "/cli/links", { remoteUrl: `https://github.com/acme/${name}` }))
           assert.notStrictEqual(relinked.id, link.id)
+        }))
+
+      it.effect("a repository an active scmhost connection sees gets its provider ids; others stay null", () =>
+        Effect.gen(function*() {
+          const world = yield* newWorld("lnkscm")
+          const account = `Acme-${randomUUID().slice(0, 8)}`
+          const { connection } = yield* connectScmhost(world, account)
+          const repositories = ok(yield* world.api("GET", `/integrations/${connection.id}/repositories`), {
+            repositories: Schema.Array(Repository)
+          }).repositories
+          const api = repositories.find((r) => r.fullName === `${account}/api`)
+          assert.isDefined(api)
+          // Matched case-insensitively, as the provider does; the ids are the simulator's.
+          const seen = linkOf(
+            yield* world.api("POST", "/cli/links", { remoteUrl: `git@github.com:${account.toLowerCase()}/API.git` })
+          )
+          assert.strictEqual(seen.provider, "scmhost")
+          assert.strictEqual(seen.providerRepoId, api?.externalId)
+          assert.strictEqual(seen.providerOwnerId, String(simAccountId(account)))
+          assert.strictEqual(seen.providerOwnerLogin, account)
+          // A repository the installation does not reach: scmhost, but no ids; the link is made all the same.
+          const unseen = linkOf(
+            yield* world.api("POST", "/cli/links", { remoteUrl: `https://github.com/${account}/${repo()}` })
+          )
+          assert.strictEqual(unseen.provider, "scmhost")
+          assert.isNull(unseen.providerRepoId)
+          assert.isNull(unseen.providerOwnerId)
+          assert.isNull(unseen.providerOwnerLogin)
+          // Another host is plain git, never asked.
+          const plain = linkOf(
+            yield* world.api("POST", "/cli/links", { remoteUrl: `https://git.example/${account}/web` })
+          )
+          assert.strictEqual(plain.provider, "git")
+          assert.isNull(plain.providerRepoId)
+          assert.isNull(plain.providerOwnerId)
+          assert.isNull(plain.providerOwnerLogin)
+          // A revoked connection sees nothing.
+          ok(yield* world.api("DELETE", `/integrations/${connection.id}`))
+          const afterRevoke = linkOf(
+            yield* world.api("POST", "/cli/links", { remoteUrl: `https://github.com/${account}/web` })
+          )
+          assert.strictEqual(afterRevoke.provider, "scmhost")
+          assert.isNull(afterRevoke.providerRepoId)
+          assert.isNull(afterRevoke.providerOwnerLogin)
         }))
     }
   )
