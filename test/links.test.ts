@@ -5,17 +5,21 @@
  * `lastSeenAt`, unlink keeping the project; the scmhost identity of a linked repository from an active connection
  * (connected through the simulator) that sees it. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
  */
-import { CliLink, Project, Repository } from "@cp/domain"
+import { CliLink, IntegrationConnection, Project, Repository } from "@cp/domain"
 import { simAccountId } from "@cp/server/integrations/simulator"
 import { NodeServices } from "@effect/platform-node"
-import { assert, layer } from "@effect/vitest"
+import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { randomUUID } from "node:crypto"
+import { generateKeyPairSync, randomUUID } from "node:crypto"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
-import { connectScmhost, newWorld } from "./support/scmhost.ts"
+import { connectionOf, connectScmhost, newWorld } from "./support/scmhost.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
+
+const linkOf = (res: Res) => ok(res, { link: CliLink }).link
 
 for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
@@ -35,7 +39,6 @@ for (const backend of sqlBackends) {
           })
         return { ...user, as, resolve }
       })
-      const linkOf = (res: Res) => ok(res, { link: CliLink }).link
       const linksOf = (res: Res) => ok(res, { links: Schema.Array(CliLink) }).links
       const repo = () => `repo-${randomUUID().slice(0, 8)}`
 
@@ -197,3 +200,75 @@ for (const backend of sqlBackends) {
     }
   )
 }
+
+describe("cli links: the provider fails after the connection is made", () => {
+  // The provider knows the installation (so the connection becomes active) and fails every other call.
+  const provider = createServer((request, response) => {
+    const installation = /^\/app\/installations\/([0-9]+)$/.exec(request.url ?? "")
+    if (request.method === "GET" && installation !== null) {
+      const now = new Date().toISOString()
+      response.writeHead(200, { "content-type": "application/json" })
+      response.end(JSON.stringify({
+        id: Number(installation[1]),
+        account: { id: 4242, login: "down-org", type: "Organization" },
+        permissions: { metadata: "read" },
+        repository_selection: "all",
+        created_at: now,
+        updated_at: now
+      }))
+      return
+    }
+    response.writeHead(503, { "content-type": "application/json" })
+    response.end("{}")
+  })
+  const apiUrl = new Promise<string>((resolve) =>
+    provider.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(provider.address() as AddressInfo).port}`))
+  )
+  const privateKey = generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+    publicKeyEncoding: { type: "spki", format: "pem" }
+  }).privateKey
+  layer(
+    Layer.unwrap(
+      Effect.promise(() => apiUrl).pipe(Effect.map((api) =>
+        Layer.merge(
+          testServerOver(databaseLayer(sqlBackends[0]!), {
+            SCMHOST_API_URL: api,
+            SCMHOST_APP_ID: "7",
+            SCMHOST_APP_SLUG: "x",
+            SCMHOST_APP_PRIVATE_KEY: privateKey
+          }),
+          NodeServices.layer
+        )
+      ))
+    ),
+    { excludeTestServices: true, timeout: 60_000 }
+  )("provider failing", (it) => {
+    it.effect("the link is still created, with null provider ids", () =>
+      Effect.gen(function*() {
+        const world = yield* newWorld("lnkdown")
+        const started = ok(yield* world.api("POST", "/integrations/scmhost/connect", {}), {
+          connection: IntegrationConnection,
+          installUrl: Schema.String
+        })
+        const state = new URL(started.installUrl).searchParams.get("state") ?? ""
+        const setup = yield* call(
+          world.baseUrl,
+          "GET",
+          `/ingress/scmhost/setup?installation_id=123&state=${encodeURIComponent(state)}`,
+          { headers: { accept: "application/json" } }
+        )
+        assert.strictEqual(setup.status, 200, setup.text)
+        const connection = connectionOf(yield* world.api("GET", `/integrations/${started.connection.id}`))
+        assert.strictEqual(connection.status, "active")
+        const link = linkOf(
+          yield* world.api("POST", "/cli/links", { remoteUrl: "https://github.com/down-org/api" })
+        )
+        assert.strictEqual(link.provider, "scmhost")
+        assert.isNull(link.providerRepoId)
+        assert.isNull(link.providerOwnerId)
+        assert.isNull(link.providerOwnerLogin)
+      }))
+  })
+})
