@@ -11,22 +11,26 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHmac, generateKeyPairSync, randomUUID } from "node:crypto"
+import { createHmac, randomUUID } from "node:crypto"
 import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctlRun, tokenEnv } from "./support/cli.ts"
 import { failed, invalidFields, ok } from "./support/envelope.ts"
 import { assertNotInDatabase, captured, CaptureLogs } from "./support/plaintext.ts"
-import { connectionOf, connectScmhost, installThroughSimulator, newWorld, type World } from "./support/scmhost.ts"
+import {
+  connectionOf,
+  connectScmhost,
+  connectThenSetup,
+  installThroughSimulator,
+  listenLocal,
+  newWorld,
+  testAppPrivateKey,
+  type World
+} from "./support/scmhost.ts"
 import { call, sqlBackends, testServerOver } from "./support/server.ts"
 
 const SECRET = "dev-scmhost-webhook-secret"
-const TEST_PRIVATE_KEY = generateKeyPairSync("rsa", {
-  modulusLength: 2048,
-  privateKeyEncoding: { type: "pkcs8", format: "pem" },
-  publicKeyEncoding: { type: "spki", format: "pem" }
-}).privateKey
+const TEST_PRIVATE_KEY = testAppPrivateKey()
 const sign = (body: string, secret = SECRET) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
 
 /** Sends a webhook exactly as the provider would, signed over the raw bytes. */
@@ -718,9 +722,7 @@ describe("integrations: a provider that is down or failing", () => {
     response.writeHead(503, { "content-type": "application/json" })
     response.end("{}")
   })
-  const url = new Promise<string>((resolve) =>
-    failing.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(failing.address() as AddressInfo).port}`))
-  )
+  const url = listenLocal(failing)
   for (const [name, apiUrl] of [["5xx", url], ["down", Promise.resolve("http://127.0.0.1:9")]] as const) {
     layer(
       Layer.unwrap(
@@ -743,19 +745,8 @@ describe("integrations: a provider that is down or failing", () => {
     )(`provider ${name}`, (it) => {
       it.effect("the setup callback answers 502 provider_unavailable", () =>
         Effect.gen(function*() {
-          const world = yield* newWorld()
-          const started = ok(yield* world.api("POST", "/integrations/scmhost/connect", {}), {
-            connection: IntegrationConnection,
-            installUrl: Schema.String
-          })
-          const state = new URL(started.installUrl).searchParams.get("state") ?? ""
-          const res = yield* call(
-            world.baseUrl,
-            "GET",
-            `/ingress/scmhost/setup?installation_id=123&state=${encodeURIComponent(state)}`,
-            { headers: { accept: "application/json" } }
-          )
-          failed(res, 502, "provider_unavailable")
+          const { setup } = yield* connectThenSetup(yield* newWorld())
+          failed(setup, 502, "provider_unavailable")
         }))
       it.effect("generic providers: the custody gate comes before the provider; a failing provider is 502", () =>
         Effect.gen(function*() {

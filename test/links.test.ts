@@ -5,17 +5,23 @@
  * `lastSeenAt`, unlink keeping the project; the scmhost identity of a linked repository from an active connection
  * (connected through the simulator) that sees it. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
  */
-import { CliLink, IntegrationConnection, Project, Repository } from "@cp/domain"
+import { CliLink, Project, Repository } from "@cp/domain"
 import { simAccountId } from "@cp/server/integrations/simulator"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { generateKeyPairSync, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
-import { connectionOf, connectScmhost, newWorld } from "./support/scmhost.ts"
+import {
+  connectionOf,
+  connectScmhost,
+  connectThenSetup,
+  listenLocal,
+  newWorld,
+  testAppPrivateKey
+} from "./support/scmhost.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
 
@@ -221,14 +227,7 @@ describe("cli links: the provider fails after the connection is made", () => {
     response.writeHead(503, { "content-type": "application/json" })
     response.end("{}")
   })
-  const apiUrl = new Promise<string>((resolve) =>
-    provider.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(provider.address() as AddressInfo).port}`))
-  )
-  const privateKey = generateKeyPairSync("rsa", {
-    modulusLength: 2048,
-    privateKeyEncoding: { type: "pkcs8", format: "pem" },
-    publicKeyEncoding: { type: "spki", format: "pem" }
-  }).privateKey
+  const apiUrl = listenLocal(provider)
   layer(
     Layer.unwrap(
       Effect.promise(() => apiUrl).pipe(Effect.map((api) =>
@@ -237,7 +236,7 @@ describe("cli links: the provider fails after the connection is made", () => {
             SCMHOST_API_URL: api,
             SCMHOST_APP_ID: "7",
             SCMHOST_APP_SLUG: "x",
-            SCMHOST_APP_PRIVATE_KEY: privateKey
+            SCMHOST_APP_PRIVATE_KEY: testAppPrivateKey()
           }),
           NodeServices.layer
         )
@@ -248,17 +247,7 @@ describe("cli links: the provider fails after the connection is made", () => {
     it.effect("the link is still created, with null provider ids", () =>
       Effect.gen(function*() {
         const world = yield* newWorld("lnkdown")
-        const started = ok(yield* world.api("POST", "/integrations/scmhost/connect", {}), {
-          connection: IntegrationConnection,
-          installUrl: Schema.String
-        })
-        const state = new URL(started.installUrl).searchParams.get("state") ?? ""
-        const setup = yield* call(
-          world.baseUrl,
-          "GET",
-          `/ingress/scmhost/setup?installation_id=123&state=${encodeURIComponent(state)}`,
-          { headers: { accept: "application/json" } }
-        )
+        const { started, setup } = yield* connectThenSetup(world)
         assert.strictEqual(setup.status, 200, setup.text)
         const connection = connectionOf(yield* world.api("GET", `/integrations/${started.connection.id}`))
         assert.strictEqual(connection.status, "active")

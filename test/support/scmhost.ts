@@ -6,7 +6,9 @@
 import { IntegrationConnection } from "@cp/domain"
 import { assert } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { randomUUID } from "node:crypto"
+import { generateKeyPairSync, randomUUID } from "node:crypto"
+import type { Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import { ok, type Res } from "./envelope.ts"
 import { call, TestServer } from "./server.ts"
 import { createProject, signInWithPersonal } from "./session.ts"
@@ -78,3 +80,34 @@ export const connectScmhost = (world: World, account = `acme-${randomUUID().slic
     const connection = connectionOf(yield* world.api("GET", `/integrations/${install.started.connection.id}`))
     return { ...install, connection, account }
   })
+
+/** Connect, then the setup callback for `installationId` with the connect step's state, asking for JSON. */
+export const connectThenSetup = (world: World, installationId = "123") =>
+  Effect.gen(function*() {
+    const started = ok(yield* world.api("POST", "/integrations/scmhost/connect", {}), {
+      connection: IntegrationConnection,
+      installUrl: Schema.String
+    })
+    const state = new URL(started.installUrl).searchParams.get("state") ?? ""
+    const setup = yield* call(
+      world.baseUrl,
+      "GET",
+      `/ingress/scmhost/setup?installation_id=${installationId}&state=${encodeURIComponent(state)}`,
+      { headers: { accept: "application/json" } }
+    )
+    return { started, setup }
+  })
+
+/** A fresh app private key (PKCS#8 PEM) for a server configured against a provider other than the simulator. */
+export const testAppPrivateKey = (): string =>
+  generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+    publicKeyEncoding: { type: "spki", format: "pem" }
+  }).privateKey
+
+/** Starts `server` on a free local port; its base URL. */
+export const listenLocal = (server: Server): Promise<string> =>
+  new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))
+  )
