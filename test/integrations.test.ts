@@ -11,91 +11,27 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHmac, generateKeyPairSync, randomUUID } from "node:crypto"
+import { createHmac, randomUUID } from "node:crypto"
 import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctlRun, tokenEnv } from "./support/cli.ts"
-import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
+import { failed, invalidFields, ok } from "./support/envelope.ts"
 import { assertNotInDatabase, captured, CaptureLogs } from "./support/plaintext.ts"
-import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
-import { createProject, signInWithPersonal } from "./support/session.ts"
+import {
+  connectionOf,
+  connectScmhost,
+  connectThenSetup,
+  installThroughSimulator,
+  listenLocal,
+  newWorld,
+  testAppPrivateKey,
+  type World
+} from "./support/scmhost.ts"
+import { call, sqlBackends, testServerOver } from "./support/server.ts"
 
 const SECRET = "dev-scmhost-webhook-secret"
-const TEST_PRIVATE_KEY = generateKeyPairSync("rsa", {
-  modulusLength: 2048,
-  privateKeyEncoding: { type: "pkcs8", format: "pem" },
-  publicKeyEncoding: { type: "spki", format: "pem" }
-}).privateKey
+const TEST_PRIVATE_KEY = testAppPrivateKey()
 const sign = (body: string, secret = SECRET) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
-
-const connectionOf = (res: Res) => ok(res, { connection: IntegrationConnection }).connection
-
-/** A signed-in user with a project that has a `production` environment, and a caller of its workspace. */
-const newWorld = (prefix = "scm") =>
-  Effect.gen(function*() {
-    const { baseUrl } = yield* TestServer
-    const user = yield* signInWithPersonal(baseUrl, prefix)
-    const orgId = user.personal.id
-    const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-      call(baseUrl, method, `/v1/organizations/${orgId}${path}`, {
-        token: user.token,
-        ...(body === undefined ? {} : { body }),
-        ...(headers === undefined ? {} : { headers })
-      })
-    const projectId = yield* createProject(baseUrl, user.token, orgId)
-    ok(yield* api("POST", `/projects/${projectId}/environments`, { name: "Production", slug: "production" }))
-    return { baseUrl, orgId, token: user.token, api, projectId }
-  })
-
-type World = Effect.Success<ReturnType<typeof newWorld>>
-
-/** Connect, click "Install" on the simulator's page as `account`, follow the redirect to the setup callback. */
-const installThroughSimulator = (world: World, account: string) =>
-  Effect.gen(function*() {
-    const started = ok(yield* world.api("POST", "/integrations/scmhost/connect", { displayName: "Source" }), {
-      connection: IntegrationConnection,
-      installUrl: Schema.String
-    })
-    assert.strictEqual(started.connection.status, "pending")
-    const installUrl = new URL(started.installUrl)
-    assert.match(installUrl.pathname, /^\/dev\/scmhost\/apps\/[^/]+\/installations\/new$/)
-    const state = installUrl.searchParams.get("state") ?? ""
-    const page = yield* call(world.baseUrl, "GET", `${installUrl.pathname}${installUrl.search}`)
-    assert.strictEqual(page.status, 200)
-    assert.include(page.text, "Install")
-    const form = page.text.match(/action="([^"]+)"/)?.[1] ?? ""
-    const installed = yield* call(world.baseUrl, "POST", form, {
-      body: new URLSearchParams({ account, state }).toString(),
-      headers: { "content-type": "application/x-www-form-urlencoded" }
-    })
-    assert.strictEqual(installed.status, 302)
-    const setupUrl = new URL(installed.headers.get("location") ?? "")
-    assert.strictEqual(setupUrl.pathname, "/ingress/scmhost/setup")
-    const installationId = setupUrl.searchParams.get("installation_id") ?? ""
-    return { started, state, setupPath: `${setupUrl.pathname}${setupUrl.search}`, installationId }
-  })
-
-const connectScmhost = (world: World, account = `acme-${randomUUID().slice(0, 8)}`) =>
-  Effect.gen(function*() {
-    const install = yield* installThroughSimulator(world, account)
-    const setup = yield* call(world.baseUrl, "GET", install.setupPath)
-    assert.strictEqual(setup.status, 302)
-    assert.include(
-      setup.headers.get("location") ?? "",
-      `/integrations/connected?connectionId=${install.started.connection.id}`
-    )
-    const landing = yield* call(
-      world.baseUrl,
-      "GET",
-      new URL(setup.headers.get("location") ?? "").pathname +
-        new URL(setup.headers.get("location") ?? "").search
-    )
-    assert.strictEqual(landing.status, 200)
-    assert.include(landing.text, install.started.connection.id)
-    const connection = connectionOf(yield* world.api("GET", `/integrations/${install.started.connection.id}`))
-    return { ...install, connection, account }
-  })
 
 /** Sends a webhook exactly as the provider would, signed over the raw bytes. */
 const sendWebhook = (
@@ -786,9 +722,7 @@ describe("integrations: a provider that is down or failing", () => {
     response.writeHead(503, { "content-type": "application/json" })
     response.end("{}")
   })
-  const url = new Promise<string>((resolve) =>
-    failing.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(failing.address() as AddressInfo).port}`))
-  )
+  const url = listenLocal(failing)
   for (const [name, apiUrl] of [["5xx", url], ["down", Promise.resolve("http://127.0.0.1:9")]] as const) {
     layer(
       Layer.unwrap(
@@ -811,19 +745,8 @@ describe("integrations: a provider that is down or failing", () => {
     )(`provider ${name}`, (it) => {
       it.effect("the setup callback answers 502 provider_unavailable", () =>
         Effect.gen(function*() {
-          const world = yield* newWorld()
-          const started = ok(yield* world.api("POST", "/integrations/scmhost/connect", {}), {
-            connection: IntegrationConnection,
-            installUrl: Schema.String
-          })
-          const state = new URL(started.installUrl).searchParams.get("state") ?? ""
-          const res = yield* call(
-            world.baseUrl,
-            "GET",
-            `/ingress/scmhost/setup?installation_id=123&state=${encodeURIComponent(state)}`,
-            { headers: { accept: "application/json" } }
-          )
-          failed(res, 502, "provider_unavailable")
+          const { setup } = yield* connectThenSetup(yield* newWorld())
+          failed(setup, 502, "provider_unavailable")
         }))
       it.effect("generic providers: the custody gate comes before the provider; a failing provider is 502", () =>
         Effect.gen(function*() {

@@ -2,17 +2,30 @@
  * Command-line links end to end (run-state.md §1; spec: Command-line workspace link, Run-state plane links table):
  * canonical URLs, the project created from the repository name or named by `projectSlug` (counting against
  * `limit.projects`), an active link answered as it is, `ciSettings` defaults and PATCH, resolve across workspaces with
- * `lastSeenAt`, unlink keeping the project. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
+ * `lastSeenAt`, unlink keeping the project; the scmhost identity of a linked repository from an active connection
+ * (connected through the simulator) that sees it. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
  */
-import { CliLink, Project } from "@cp/domain"
+import { CliLink, Project, Repository } from "@cp/domain"
+import { simAccountId } from "@cp/server/integrations/simulator"
 import { NodeServices } from "@effect/platform-node"
-import { assert, layer } from "@effect/vitest"
+import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { randomUUID } from "node:crypto"
+import { createServer } from "node:http"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, invalidFields, ok, type Res } from "./support/envelope.ts"
+import {
+  connectionOf,
+  connectScmhost,
+  connectThenSetup,
+  listenLocal,
+  newWorld,
+  testAppPrivateKey
+} from "./support/scmhost.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
+
+const linkOf = (res: Res) => ok(res, { link: CliLink }).link
 
 for (const backend of sqlBackends) {
   layer(Layer.merge(testServerOver(databaseLayer(backend)), NodeServices.layer), { excludeTestServices: true })(
@@ -32,7 +45,6 @@ for (const backend of sqlBackends) {
           })
         return { ...user, as, resolve }
       })
-      const linkOf = (res: Res) => ok(res, { link: CliLink }).link
       const linksOf = (res: Res) => ok(res, { links: Schema.Array(CliLink) }).links
       const repo = () => `repo-${randomUUID().slice(0, 8)}`
 
@@ -147,6 +159,105 @@ for (const backend of sqlBackends) {
           const relinked = linkOf(yield* as("POST", "/cli/links", { remoteUrl: `https://github.com/acme/${name}` }))
           assert.notStrictEqual(relinked.id, link.id)
         }))
+
+      it.effect("a repository an active scmhost connection sees gets its provider ids; others stay null", () =>
+        Effect.gen(function*() {
+          const world = yield* newWorld("lnkscm")
+          const account = `Acme-${randomUUID().slice(0, 8)}`
+          const { connection } = yield* connectScmhost(world, account)
+          const repositories = ok(yield* world.api("GET", `/integrations/${connection.id}/repositories`), {
+            repositories: Schema.Array(Repository)
+          }).repositories
+          const api = repositories.find((r) => r.fullName === `${account}/api`)
+          assert.isDefined(api)
+          // Matched case-insensitively, as the provider does; the ids are the simulator's.
+          const seen = linkOf(
+            yield* world.api("POST", "/cli/links", { remoteUrl: `git@github.com:${account.toLowerCase()}/API.git` })
+          )
+          assert.strictEqual(seen.provider, "scmhost")
+          assert.strictEqual(seen.providerRepoId, api?.externalId)
+          assert.strictEqual(seen.providerOwnerId, String(simAccountId(account)))
+          assert.strictEqual(seen.providerOwnerLogin, account)
+          // A repository the installation does not reach: scmhost, but no ids; the link is made all the same.
+          const unseen = linkOf(
+            yield* world.api("POST", "/cli/links", { remoteUrl: `https://github.com/${account}/${repo()}` })
+          )
+          assert.strictEqual(unseen.provider, "scmhost")
+          assert.isNull(unseen.providerRepoId)
+          assert.isNull(unseen.providerOwnerId)
+          assert.isNull(unseen.providerOwnerLogin)
+          // Another host is plain git, never asked.
+          const plain = linkOf(
+            yield* world.api("POST", "/cli/links", { remoteUrl: `https://git.example/${account}/web` })
+          )
+          assert.strictEqual(plain.provider, "git")
+          assert.isNull(plain.providerRepoId)
+          assert.isNull(plain.providerOwnerId)
+          assert.isNull(plain.providerOwnerLogin)
+          // A revoked connection sees nothing.
+          ok(yield* world.api("DELETE", `/integrations/${connection.id}`))
+          const afterRevoke = linkOf(
+            yield* world.api("POST", "/cli/links", { remoteUrl: `https://github.com/${account}/web` })
+          )
+          assert.strictEqual(afterRevoke.provider, "scmhost")
+          assert.isNull(afterRevoke.providerRepoId)
+          assert.isNull(afterRevoke.providerOwnerLogin)
+        }))
     }
   )
 }
+
+describe("cli links: the provider fails after the connection is made", () => {
+  // The provider knows the installation (so the connection becomes active) and fails every other call.
+  const provider = createServer((request, response) => {
+    const installation = /^\/app\/installations\/([0-9]+)$/.exec(request.url ?? "")
+    if (request.method === "GET" && installation !== null) {
+      const now = new Date().toISOString()
+      response.writeHead(200, { "content-type": "application/json" })
+      response.end(JSON.stringify({
+        id: Number(installation[1]),
+        account: { id: 4242, login: "down-org", type: "Organization" },
+        permissions: { metadata: "read" },
+        repository_selection: "all",
+        created_at: now,
+        updated_at: now
+      }))
+      return
+    }
+    response.writeHead(503, { "content-type": "application/json" })
+    response.end("{}")
+  })
+  const apiUrl = listenLocal(provider)
+  layer(
+    Layer.unwrap(
+      Effect.promise(() => apiUrl).pipe(Effect.map((api) =>
+        Layer.merge(
+          testServerOver(databaseLayer(sqlBackends[0]!), {
+            SCMHOST_API_URL: api,
+            SCMHOST_APP_ID: "7",
+            SCMHOST_APP_SLUG: "x",
+            SCMHOST_APP_PRIVATE_KEY: testAppPrivateKey()
+          }),
+          NodeServices.layer
+        )
+      ))
+    ),
+    { excludeTestServices: true, timeout: 60_000 }
+  )("provider failing", (it) => {
+    it.effect("the link is still created, with null provider ids", () =>
+      Effect.gen(function*() {
+        const world = yield* newWorld("lnkdown")
+        const { started, setup } = yield* connectThenSetup(world)
+        assert.strictEqual(setup.status, 200, setup.text)
+        const connection = connectionOf(yield* world.api("GET", `/integrations/${started.connection.id}`))
+        assert.strictEqual(connection.status, "active")
+        const link = linkOf(
+          yield* world.api("POST", "/cli/links", { remoteUrl: "https://github.com/down-org/api" })
+        )
+        assert.strictEqual(link.provider, "scmhost")
+        assert.isNull(link.providerRepoId)
+        assert.isNull(link.providerOwnerId)
+        assert.isNull(link.providerOwnerLogin)
+      }))
+  })
+})

@@ -48,7 +48,8 @@ export const ProviderRepository = Schema.Struct({
   id: Schema.Number,
   full_name: Schema.String,
   default_branch: Schema.String,
-  private: Schema.Boolean
+  private: Schema.Boolean,
+  owner: Account
 })
 export type ProviderRepository = typeof ProviderRepository.Type
 

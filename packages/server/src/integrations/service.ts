@@ -53,7 +53,7 @@ import {
   RepoLinksRepo,
   Transactor
 } from "@cp/persistence"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, Result, Schema } from "effect"
 import { lock } from "../agents/custody.ts"
 import { randomBase64Url, signToken, verifyToken } from "../platform/crypto.ts"
 import { Entitlements } from "../platform/entitlements.ts"
@@ -66,7 +66,7 @@ import { currentDate, orFail } from "../platform/serviceKit.ts"
 import { findProject } from "../projects/scope.ts"
 import { IntegrationProviders } from "./providers.ts"
 import { missingPermission } from "./rules.ts"
-import { type Installation, ScmhostClient } from "./scmhost.ts"
+import { type Installation, type ProviderRepository, ScmhostClient } from "./scmhost.ts"
 import { ScopeTemplatesService } from "./templates.ts"
 
 const STATE_PURPOSE = "scmhost-setup-state"
@@ -249,6 +249,15 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
     workspace: ResolvedWorkspace,
     request: TokenRequest
   ) => Effect.Effect<BrokeredToken, Forbidden | PreconditionFailed | ValidationFailed | ProviderUnavailable>
+  /**
+   * The repository `owner/name` (matched case-insensitively, as the provider does) as the first active scmhost
+   * connection the workspace sees (its own, then shared ones) reaches it; None when none reaches it. A provider
+   * failure fails only when no other connection answered with the repository.
+   */
+  readonly findRepository: (
+    workspace: ResolvedWorkspace,
+    fullName: string
+  ) => Effect.Effect<Option.Option<ProviderRepository>, ProviderUnavailable>
 }>()("@cp/server/IntegrationsService") {
   static readonly layer = Layer.effect(
     IntegrationsService,
@@ -819,6 +828,22 @@ export class IntegrationsService extends Context.Service<IntegrationsService, {
             }))
           }
         ),
+
+        findRepository: Effect.fn("IntegrationsService.findRepository")(function*(workspace, fullName) {
+          const wanted = fullName.toLowerCase()
+          let failure: ProviderUnavailable | undefined
+          for (const { row } of yield* visibleAll(workspace)) {
+            if (row.provider !== SCMHOST || row.status !== "active" || row.installationId === null) continue
+            const reached = yield* Effect.result(client.repositories(row.installationId))
+            if (Result.isFailure(reached)) {
+              failure = reached.failure
+              continue
+            }
+            const found = reached.success.find((repo) => repo.full_name.toLowerCase() === wanted)
+            if (found !== undefined) return Option.some(found)
+          }
+          return failure === undefined ? Option.none() : yield* Effect.fail(failure)
+        }),
 
         issueToken: Effect.fn("IntegrationsService.issueToken")(function*(actor, workspace, request) {
           const orgId = workspace.organization.id

@@ -21,6 +21,7 @@ import {
 } from "@cp/domain"
 import { type CliLinkRow, CliLinksRepo, type LinkKey, ProjectsRepo, Transactor } from "@cp/persistence"
 import { Context, Effect, Layer, Option, Result } from "effect"
+import { IntegrationsService } from "../integrations/service.ts"
 import { AppConfig } from "../platform/config.ts"
 import { eventActorOf, EventLog } from "../platform/events.ts"
 import { mint } from "../platform/ids.ts"
@@ -48,6 +49,8 @@ export const requireCanonicalRemote = (input: string): Effect.Effect<CanonicalRe
   }
   return Effect.succeed(canonical)
 }
+
+const noIdentity = { providerRepoId: null, providerOwnerId: null, providerOwnerLogin: null }
 
 const mergeSettings = (current: CiSettings, change: CiSettingsInput | undefined): CiSettings => ({
   oidcEnabled: change?.oidcEnabled ?? current.oidcEnabled,
@@ -98,6 +101,32 @@ export class CliLinksService extends Context.Service<CliLinksService, {
       const tx = yield* Transactor
       const events = yield* EventLog
       const { scmhostWebHost } = yield* AppConfig
+      const integrations = yield* IntegrationsService
+
+      /**
+       * The scmhost identity of the repository, from an active connection the workspace sees that reaches it; null
+       * fields when none does or the provider cannot be asked (the link is made either way; decisions.md).
+       */
+      const providerIdentity = Effect.fnUntraced(function*(workspace: ResolvedWorkspace, remote: CanonicalRemote) {
+        const found = yield* integrations.findRepository(workspace, remote.path).pipe(
+          Effect.catch((unavailable) =>
+            Effect.as(
+              Effect.logWarning(
+                "scmhost unavailable: the link is made without its provider identity",
+                unavailable.error.details
+              ),
+              Option.none()
+            )
+          )
+        )
+        return Option.isSome(found)
+          ? {
+            providerRepoId: String(found.value.id),
+            providerOwnerId: String(found.value.owner.id),
+            providerOwnerLogin: found.value.owner.login
+          }
+          : noIdentity
+      })
 
       const toLink = Effect.fnUntraced(function*(row: CliLinkRow, orgSlug: string) {
         const project = yield* projects.findById({ orgId: row.orgId, projectId: row.projectId })
@@ -131,6 +160,11 @@ export class CliLinksService extends Context.Service<CliLinksService, {
           const remote = yield* requireCanonicalRemote(input.remoteUrl)
           const orgId = workspace.organization.id
           const slug = input.projectSlug ?? slugify(remote.name, "project")
+          const scmhost = remote.host === scmhostWebHost
+          // The provider is asked outside the transaction.
+          const identity = scmhost
+            ? yield* providerIdentity(workspace, remote)
+            : noIdentity
           const now = yield* currentDate
           return yield* tx.withTransaction(Effect.gen(function*() {
             const existing = yield* projects.findBySlug({ orgId, slug })
@@ -149,10 +183,8 @@ export class CliLinksService extends Context.Service<CliLinksService, {
               orgId,
               projectId: project.id,
               remoteUrl: remote.url,
-              provider: remote.host === scmhostWebHost ? "scmhost" : "git",
-              providerRepoId: null,
-              providerOwnerId: null,
-              providerOwnerLogin: null,
+              provider: scmhost ? "scmhost" : "git",
+              ...identity,
               ciSettings: mergeSettings(defaultCiSettings, input.ciSettings),
               createdBy: { id: eventActorOf(actor).actorId, kind: eventActorOf(actor).actorType },
               createdAt: now,
