@@ -11,16 +11,17 @@ import { CliLinkResolveApi, CliLinksApi } from "./links.ts"
 import { InvitationsApi, MembersApi } from "./members.ts"
 import { UsageApi } from "./metering.ts"
 import { OidcApi } from "./oidc.ts"
-import { TfStateApi } from "./tfstate.ts"
 import { ProjectsApi } from "./projects.ts"
 import { QuotasApi } from "./quotas.ts"
 import { finishReference, introduction } from "./reference.ts"
+import { CatalogApi, RefsApi } from "./refs.ts"
 import { RunsApi } from "./runs.ts"
 import { RunSecretsApi } from "./runSecrets.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
 import { RequestValidation } from "./security.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
+import { TfStateApi } from "./tfstate.ts"
 import { WebhooksApi } from "./webhooks.ts"
 import { WorkspacesApi } from "./workspaces.ts"
 
@@ -53,6 +54,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(CliLinkResolveApi)
   .add(OidcApi)
   .add(TfStateApi)
+  .add(RefsApi)
+  .add(CatalogApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

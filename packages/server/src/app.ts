@@ -48,7 +48,8 @@ import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
-import { TfStateHttp } from "./state/http.ts"
+import { CatalogHttp, RefsHttp, TfStateHttp } from "./state/http.ts"
+import { RefsService } from "./state/refs.ts"
 import { TfStateService } from "./state/tfstate.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
@@ -94,7 +95,8 @@ const Services = OAuthService.layer.pipe(
       CliLinksService.layer,
       WorkflowCredentials.layer,
       RunSecretsService.layer,
-      TfStateService.layer
+      TfStateService.layer,
+      RefsService.layer
     )
   ),
   Layer.provideMerge(Layer.mergeAll(
@@ -146,7 +148,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     CliLinkResolveHttp,
     OidcHttp,
     RunSecretsHttp,
-    TfStateHttp
+    TfStateHttp,
+    RefsHttp,
+    CatalogHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

@@ -14,11 +14,13 @@ import {
   JobLogsRepo,
   MembersRepo,
   OAuthRepo,
+  ObjectsRepo,
   OrganizationsRepo,
   OutboxRepo,
   ProjectsRepo,
   QuotasRepo,
   RateLimitRepo,
+  RefsRepo,
   RoleBindingsRepo,
   RunsRepo,
   SecretsRepo,
@@ -69,7 +71,9 @@ export const RepositoriesSql = Layer.mergeAll(
   RunsRepo.sql,
   JobLogsRepo.sql,
   CliLinksRepo.sql,
-  TfStateRepo.sql
+  TfStateRepo.sql,
+  RefsRepo.sql,
+  ObjectsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -105,5 +109,7 @@ export const RepositoriesMemory = Layer.mergeAll(
   RunsRepo.memory,
   JobLogsRepo.memory,
   CliLinksRepo.memory,
-  TfStateRepo.memory
+  TfStateRepo.memory,
+  RefsRepo.memory,
+  ObjectsRepo.memory
 )
