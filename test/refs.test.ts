@@ -42,7 +42,8 @@ for (const backend of sqlBackends) {
             const bytes = Buffer.from(content, "utf8")
             const blobId = `blob-${randomUUID()}`
             const now = new Date()
-            yield* sql`insert into object_chunks (blob_id, seq, data, created_at) values (${blobId}, 0, ${bytes}, ${now})`
+            yield* sql`
+              insert into object_chunks (blob_id, seq, data, created_at) values (${blobId}, 0, ${bytes}, ${now})`
             const digest = digestOf(bytes)
             yield* sql`
               insert into objects (project_id, digest, org_id, size, blobs, refers_to, created_at, last_accessed_at)

@@ -48,7 +48,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { HttpApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { randomUUID } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import { monotonicFactory } from "ulid"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { ok, type Res, wire } from "./support/envelope.ts"
@@ -716,6 +716,67 @@ const newTfState = (ctx: Ctx) =>
     return { projectId, component: `c-${randomUUID().slice(0, 8)}`, environment: environment.environment.slug }
   })
 
+/** A stored object of the matrix project (as the object store writes one): its digest. */
+const newObject = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { projectId } = yield* configScopeOf(ctx)
+    const sql = yield* SqlClient.SqlClient
+    const bytes = Buffer.from(randomUUID(), "utf8")
+    const blobId = `blob-${randomUUID()}`
+    const now = new Date()
+    yield* sql`insert into object_chunks (blob_id, seq, data, created_at) values (${blobId}, 0, ${bytes}, ${now})`
+    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
+    yield* sql`
+      insert into objects (project_id, digest, org_id, size, blobs, refers_to, created_at, last_accessed_at)
+      values (${projectId}, ${digest}, ${ctx.orgId}, ${bytes.length},
+        ${JSON.stringify([{ id: blobId, size: bytes.length }])}::jsonb, '[]'::jsonb, ${now}, ${now})`
+    return { projectId, digest }
+  }).pipe(Effect.orDie)
+
+/** A fresh ref of the matrix project, set by the creator: its path parameters. */
+const newRef = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { digest, projectId } = yield* newObject(ctx)
+    const name = `refs/matrix/${randomUUID().slice(0, 8)}`
+    yield* asCreator(ctx, "PUT", `/projects/${projectId}/state/refs/${encodeURIComponent(name)}`, {}, { digest })
+    return { projectId, name, digest }
+  })
+
+/** The matrix project with a published catalog head. */
+const publishedCatalog = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { digest, projectId } = yield* newObject(ctx)
+    yield* asCreator(ctx, "PUT", `/projects/${projectId}/state/catalog/head`, {}, { digest })
+    return { params: { projectId } }
+  })
+
+const refFixtures: Readonly<Record<string, Fixture>> = {
+  "refs.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "refs.get": { request: (ctx) => Effect.map(newRef(ctx), ({ name, projectId }) => ({ params: { projectId, name } })) },
+  "refs.set": {
+    request: (ctx) =>
+      Effect.map(newObject(ctx), ({ digest, projectId }) => ({
+        params: { projectId, name: `refs/set/${randomUUID().slice(0, 8)}` },
+        body: { digest }
+      }))
+  },
+  "refs.delete": {
+    request: (ctx) => Effect.map(newRef(ctx), ({ name, projectId }) => ({ params: { projectId, name } }))
+  },
+  "refs.publish": {
+    request: (ctx) =>
+      Effect.map(newObject(ctx), ({ digest, projectId }) => ({ params: { projectId }, body: { digest } }))
+  },
+  "refs.head": { request: publishedCatalog },
+  "refs.history": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "catalog.entities": { request: none },
+  // The spec's answer for this route is 501 for everyone allowed.
+  "catalog.projectEntities": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })),
+    alsoAllowed: [501]
+  }
+}
+
 const tfstateFixtures: Readonly<Record<string, Fixture>> = {
   "tfstate.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
   "tfstate.read": {
@@ -749,6 +810,7 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   ...webhookFixtures,
   ...runFixtures,
   ...tfstateFixtures,
+  ...refFixtures,
   ...linkFixtures,
   ...oidcFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),

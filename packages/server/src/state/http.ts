@@ -2,14 +2,7 @@
  * Handlers of the run-state plane part II. The Terraform methods speak the raw wire: the state's bytes, an empty 200,
  * or the lock holder's LockInfo as the body of a 423 or 409; their other errors (401, 403, 404, 422) are enveloped.
  */
-import {
-  actorInWorkspace,
-  ControlPlaneApi,
-  CurrentWorkspace,
-  NotImplemented,
-  type ProjectId,
-  wireError
-} from "@cp/domain"
+import { actorInWorkspace, ControlPlaneApi, CurrentWorkspace, type ProjectId } from "@cp/domain"
 import { Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -128,10 +121,7 @@ export const CatalogHttp = HttpApiBuilder.group(ControlPlaneApi, "catalog", (han
       .handle("entities", ({ query }) =>
         Effect.flatMap(CurrentWorkspace, (workspace) =>
           Effect.map(refs.entities(workspace.organization.id, query), (entities) => ({ entities }))))
-      .handle("projectEntities", () =>
-        Effect.fail(
-          wireError(NotImplemented, "The project-scoped catalog entity read model is not implemented", {
-            use: "GET /v1/organizations/{orgId}/catalog/entities?project={projectId}"
-          })
-        ))
+      .handle("projectEntities", ({ params }) =>
+        Effect.flatMap(CurrentWorkspace, (workspace) =>
+          refs.projectEntities(workspace.organization.id, params.projectId)))
   }))

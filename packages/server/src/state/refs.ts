@@ -13,6 +13,7 @@ import {
   type CatalogHeadInput,
   type Digest,
   NotFound,
+  NotImplemented,
   ObjectMissing,
   type OrgId,
   type Paged,
@@ -103,6 +104,8 @@ export class RefsService extends Context.Service<RefsService, {
     orgId: OrgId,
     query: CatalogEntitiesQuery
   ) => Effect.Effect<ReadonlyArray<CatalogEntity>, NotFound>
+  /** The project-scoped entity route: 404 for a project not in the workspace, else 501 as the spec says. */
+  readonly projectEntities: (orgId: OrgId, projectId: ProjectId) => Effect.Effect<never, NotFound | NotImplemented>
 }>()("@cp/server/RefsService") {
   static readonly layer = Layer.effect(
     RefsService,
@@ -280,6 +283,15 @@ export class RefsService extends Context.Service<RefsService, {
           )
           return { data: { heads: items.map(toHead) }, cursor }
         }),
+        projectEntities: (orgId, projectId) =>
+          Effect.andThen(
+            findProject(projects, orgId, projectId),
+            Effect.fail(
+              wireError(NotImplemented, "The project-scoped catalog entity read model is not implemented", {
+                use: "GET /v1/organizations/{orgId}/catalog/entities?project={projectId}"
+              })
+            )
+          ),
         entities: Effect.fn("Catalog.entities")(function*(orgId, query) {
           let projectId: ProjectId | undefined
           if (query.project !== undefined) {
