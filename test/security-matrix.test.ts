@@ -786,6 +786,85 @@ const objectFixtures: Record<string, Fixture> = {
   "stateReadModels.runs": { request: none }
 }
 
+/** A fresh state address in the workspace's matrix project (a new component each time): the path parameters. */
+const newTfState = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { environmentId, projectId } = yield* configScopeOf(ctx)
+    const environment = yield* asCreator(ctx, "GET", `/projects/${projectId}/environments/${environmentId}`, {
+      environment: Environment
+    })
+    return { projectId, component: `c-${randomUUID().slice(0, 8)}`, environment: environment.environment.slug }
+  })
+
+/** A fresh ref of the matrix project, set by the creator: its path parameters. */
+const newRef = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { digest, projectId } = yield* newObject(ctx)
+    const name = `refs/matrix/${randomUUID().slice(0, 8)}`
+    yield* asCreator(ctx, "PUT", `/projects/${projectId}/state/refs/${encodeURIComponent(name)}`, {}, { digest })
+    return { projectId, name, digest }
+  })
+
+/** The matrix project with a published catalog head. */
+const publishedCatalog = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { digest, projectId } = yield* newObject(ctx)
+    yield* asCreator(ctx, "PUT", `/projects/${projectId}/state/catalog/head`, {}, { digest })
+    return { params: { projectId } }
+  })
+
+const refFixtures: Readonly<Record<string, Fixture>> = {
+  "refs.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "refs.get": { request: (ctx) => Effect.map(newRef(ctx), ({ name, projectId }) => ({ params: { projectId, name } })) },
+  "refs.set": {
+    request: (ctx) =>
+      Effect.map(newObject(ctx), ({ digest, projectId }) => ({
+        params: { projectId, name: `refs/set/${randomUUID().slice(0, 8)}` },
+        body: { digest }
+      }))
+  },
+  "refs.delete": {
+    request: (ctx) => Effect.map(newRef(ctx), ({ name, projectId }) => ({ params: { projectId, name } }))
+  },
+  "refs.publish": {
+    request: (ctx) =>
+      Effect.map(newObject(ctx), ({ digest, projectId }) => ({ params: { projectId }, body: { digest } }))
+  },
+  "refs.head": { request: publishedCatalog },
+  "refs.history": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "catalog.entities": { request: none },
+  // The spec's answer for this route is 501 for everyone allowed.
+  "catalog.projectEntities": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })),
+    alsoAllowed: [501]
+  }
+}
+
+const tfstateFixtures: Readonly<Record<string, Fixture>> = {
+  "tfstate.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "tfstate.read": {
+    request: (ctx) =>
+      Effect.gen(function*() {
+        const params = yield* newTfState(ctx)
+        const { baseUrl } = yield* TestServer
+        const url = `/v1/organizations/${ctx.orgId}/projects/${params.projectId}/state/tfstate/${params.component}/` +
+          params.environment
+        const stored = yield* call(baseUrl, "POST", url, { token: ctx.creator.token, body: { version: 4, serial: 1 } })
+        assert.strictEqual(stored.status, 200, stored.text)
+        return { params }
+      })
+  },
+  "tfstate.write": {
+    request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params, body: { version: 4, serial: 1 } }))
+  },
+  "tfstate.remove": { request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params })) },
+  "tfstate.lock": {
+    request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params, body: { ID: randomUUID() } }))
+  },
+  "tfstate.unlock": { request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params, body: "" })) },
+  "tfstate.versions": { request: (ctx) => Effect.map(newTfState(ctx), (params) => ({ params })) }
+}
+
 /**
  * One fixture per route, keyed `<group>.<endpoint>`. A route added to the API without one fails this suite: add its
  * fixture here, a request the route accepts for an allowed caller.
@@ -794,6 +873,8 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   ...webhookFixtures,
   ...runFixtures,
   ...objectFixtures,
+  ...tfstateFixtures,
+  ...refFixtures,
   ...linkFixtures,
   ...oidcFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),

@@ -15,6 +15,7 @@ import { OidcApi } from "./oidc.ts"
 import { ProjectsApi } from "./projects.ts"
 import { QuotasApi } from "./quotas.ts"
 import { finishReference, introduction } from "./reference.ts"
+import { CatalogApi, RefsApi } from "./refs.ts"
 import { RunsApi } from "./runs.ts"
 import { RunSecretsApi } from "./runSecrets.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
@@ -22,6 +23,7 @@ import { RequestValidation } from "./security.ts"
 import { StateReadModelsApi } from "./stateUsage.ts"
 import { SystemApi } from "./system.ts"
 import { TeamsApi } from "./teams.ts"
+import { TfStateApi } from "./tfstate.ts"
 import { WebhooksApi } from "./webhooks.ts"
 import { WorkspacesApi } from "./workspaces.ts"
 
@@ -55,6 +57,9 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(OidcApi)
   .add(ObjectsApi)
   .add(StateReadModelsApi)
+  .add(TfStateApi)
+  .add(RefsApi)
+  .add(CatalogApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -18,6 +18,7 @@ import metering from "./migrations/0012_metering.ts"
 import agents from "./migrations/0013_agents.ts"
 import runState from "./migrations/0014_run_state.ts"
 import objects from "./migrations/0017_objects.ts"
+import refsCatalogTfstate from "./migrations/0018_refs_catalog_tfstate.ts"
 
 /** Every migration keyed `NNNN_name`; an area adds its module here, with the next number. */
 export const migrations = {
@@ -35,7 +36,8 @@ export const migrations = {
   "0012_metering": metering,
   "0013_agents": agents,
   "0014_run_state": runState,
-  "0017_objects": objects
+  "0017_objects": objects,
+  "0018_refs_catalog_tfstate": refsCatalogTfstate
 }
 
 /** Arbitrary constant naming the migration lock among this database's advisory locks. */

@@ -53,6 +53,9 @@ import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
+import { CatalogHttp, RefsHttp, TfStateHttp } from "./state/http.ts"
+import { RefsService } from "./state/refs.ts"
+import { TfStateService } from "./state/tfstate.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
 import { TeamsService } from "./teams/service.ts"
@@ -99,7 +102,9 @@ const Services = OAuthService.layer.pipe(
       RunSecretsService.layer,
       UploadSweep.layer.pipe(Layer.provideMerge(ObjectsService.layer)),
       GcService.layer,
-      StateReadModels.layer
+      StateReadModels.layer,
+      TfStateService.layer,
+      RefsService.layer
     )
   ),
   Layer.provideMerge(Layer.mergeAll(
@@ -152,7 +157,10 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     OidcHttp,
     RunSecretsHttp,
     ObjectsHttp,
-    StateReadModelsHttp
+    StateReadModelsHttp,
+    TfStateHttp,
+    RefsHttp,
+    CatalogHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

@@ -20,6 +20,7 @@ import {
   ProjectsRepo,
   QuotasRepo,
   RateLimitRepo,
+  RefsRepo,
   RoleBindingsRepo,
   RunsRepo,
   SecretsRepo,
@@ -27,6 +28,7 @@ import {
   ServerSecretsRepo,
   SessionsRepo,
   TeamsRepo,
+  TfStateRepo,
   Transactor,
   UsageRepo,
   UsersRepo,
@@ -69,6 +71,8 @@ export const RepositoriesSql = Layer.mergeAll(
   RunsRepo.sql,
   JobLogsRepo.sql,
   CliLinksRepo.sql,
+  TfStateRepo.sql,
+  RefsRepo.sql,
   ObjectsRepo.sql
 )
 
@@ -105,5 +109,7 @@ export const RepositoriesMemory = Layer.mergeAll(
   // Memory log chunks find their workspace through the runs.
   JobLogsRepo.memory.pipe(Layer.provideMerge(RunsRepo.memory)),
   CliLinksRepo.memory,
+  TfStateRepo.memory,
+  RefsRepo.memory,
   ObjectsRepo.memory
 )

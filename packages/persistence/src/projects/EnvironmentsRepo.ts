@@ -14,6 +14,7 @@ import {
   EnvironmentKey,
   EnvironmentRow,
   EnvironmentSlugFamily,
+  EnvironmentSlugKey,
   EnvironmentsPage,
   EnvironmentTransition,
   IdleEnvironments
@@ -35,6 +36,8 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
   readonly insert: (environment: EnvironmentRow) => Effect.Effect<void, UniqueViolation>
   /** The environment with this id in this project of this workspace, active or archived; None otherwise. */
   readonly findById: (key: EnvironmentKey) => Effect.Effect<Option.Option<EnvironmentRow>>
+  /** The environment with this slug in this project of this workspace, active or archived; None otherwise. */
+  readonly findBySlug: (key: EnvironmentSlugKey) => Effect.Effect<Option.Option<EnvironmentRow>>
   /** Up to `limit` of the project's environments strictly after `after`, newest first. */
   readonly list: (page: EnvironmentsPage) => Effect.Effect<ReadonlyArray<EnvironmentRow>>
   /** The project's taken slugs among `base` and `base-<n>`. */
@@ -68,6 +71,14 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
       return EnvironmentsRepo.of({
         insert: (row) => insertUnique(environments, row.id, row, uniques),
         findById: (key) => Effect.sync(() => environmentIn(key)),
+        findBySlug: ({ orgId, projectId, slug }) =>
+          Effect.sync(() =>
+            Option.fromUndefinedOr(
+              Array.from(environments.values()).find((row) =>
+                row.orgId === orgId && row.projectId === projectId && row.slug === slug
+              )
+            )
+          ),
         list: (page) =>
           Effect.sync(() =>
             windowOf(
@@ -118,6 +129,17 @@ export class EnvironmentsRepo extends Context.Service<EnvironmentsRepo, {
               sql`
                 select * from environments
                 where id = ${environmentId} and project_id = ${projectId} and org_id = ${orgId}`
+          }),
+          Effect.orDie
+        ),
+        findBySlug: flow(
+          SqlSchema.findOneOption({
+            Request: EnvironmentSlugKey,
+            Result: EnvironmentRow,
+            execute: ({ orgId, projectId, slug }) =>
+              sql`
+                select * from environments
+                where slug = ${slug} and project_id = ${projectId} and org_id = ${orgId}`
           }),
           Effect.orDie
         ),

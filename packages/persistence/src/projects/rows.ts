@@ -37,6 +37,10 @@ export type ProjectTransition = typeof ProjectTransition.Type
 export const EnvironmentKey = Schema.Struct({ ...ProjectKey.fields, environmentId: EnvironmentId })
 export type EnvironmentKey = typeof EnvironmentKey.Type
 
+/** One environment of one project of one workspace, by its slug. */
+export const EnvironmentSlugKey = Schema.Struct({ ...ProjectKey.fields, slug: Schema.String })
+export type EnvironmentSlugKey = typeof EnvironmentSlugKey.Type
+
 /** A page of a project's environments. */
 export const EnvironmentsPage = Schema.Struct({ ...ProjectKey.fields, ...pageFields })
 export type EnvironmentsPage = typeof EnvironmentsPage.Type

@@ -5,6 +5,7 @@
  * API cannot give (404, 405, 415, 500) into the error envelope.
  */
 import {
+  AcceptsBasicCredentials,
   type Actor,
   actorId,
   BadRequest,
@@ -28,6 +29,7 @@ import { isSqlError } from "effect/sql/SqlError"
 import { ActorResolver } from "./actors.ts"
 import { aliasResponse, canonicalAliasPath } from "./alias.ts"
 import { requirementOf, unauthenticated } from "./apiMiddleware.ts"
+import { isCustomMethod } from "./customMethods.ts"
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, responseText, withIdempotencyKey } from "./idempotency.ts"
 import { newId } from "./ids.ts"
 import { ServerKeys } from "./keys.ts"
@@ -48,6 +50,15 @@ const splitUrl = (url: string): { readonly path: string; readonly search: string
 
 const bearerToken = (authorization: string | undefined): string | undefined =>
   authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1]
+
+/** The password of `Authorization: Basic` credentials (any username), where a route takes a token that way. */
+const basicPassword = (authorization: string | undefined): string | undefined => {
+  const encoded = authorization === undefined ? undefined : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization)?.[1]
+  if (encoded === undefined) return undefined
+  const decoded = Buffer.from(encoded, "base64").toString("utf8")
+  const colon = decoded.indexOf(":")
+  return colon === -1 || colon === decoded.length - 1 ? undefined : decoded.slice(colon + 1)
+}
 
 const isRouteNotFound = (error: unknown): boolean =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
@@ -92,6 +103,15 @@ export const EdgeLive = HttpRouter.middleware(
       [],
       (endpoint) => Context.getOrUndefined(endpoint.annotations, ReachesHiddenWorkspace) === true
     )
+    const basicRoutes = makeRouteTable(
+      ControlPlaneApi,
+      [],
+      (endpoint) => Context.getOrUndefined(endpoint.annotations, AcceptsBasicCredentials) === true
+    )
+    /** The request's token: a bearer token, or on routes that take them, the password of Basic credentials. */
+    const tokenOf = (authorization: string | undefined, method: string, path: string): string | undefined =>
+      bearerToken(authorization) ??
+        (basicRoutes.endpointAt(method, path) === undefined ? undefined : basicPassword(authorization))
     const ownBodyCaps = makeRouteTable(
       ControlPlaneApi,
       [],
@@ -157,14 +177,24 @@ export const EdgeLive = HttpRouter.middleware(
       )
     }
 
-    /** No route for this path: 405 with `Allow` when another method serves it, 404 otherwise. */
-    const noRoute = (path: string) => {
+    /**
+     * No route for this path: 405 with `Allow` when another method serves it, 404 otherwise; `LOCK`/`UNLOCK` anywhere
+     * their routes are not is 405 (contract §4).
+     */
+    const noRoute = (method: string, path: string) => {
       const methods = [...routes.methodsAt(path)].join(", ")
-      return methods === ""
+      return methods === "" && !isCustomMethod(method)
         ? renderError(wireError(NotFound, "No route matches this path"))
         : Effect.map(
-          renderError(wireError(MethodNotAllowed, `Method not allowed; this path accepts ${methods}`)),
-          HttpServerResponse.setHeader("allow", methods)
+          renderError(
+            wireError(
+              MethodNotAllowed,
+              methods === ""
+                ? `Method ${method} is not allowed here`
+                : `Method not allowed; this path accepts ${methods}`
+            )
+          ),
+          methods === "" ? identity : HttpServerResponse.setHeader("allow", methods)
         )
     }
 
@@ -173,11 +203,11 @@ export const EdgeLive = HttpRouter.middleware(
      * logs. A client that went away interrupts the request; that is not an error and is not logged.
      */
     const renderFailures =
-      (path: string, bodyCap: number, seen: Seen) =>
+      (method: string, path: string, bodyCap: number, seen: Seen) =>
       (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> => {
         if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
         const failure = Cause.findErrorOption(cause)
-        if (Option.isSome(failure) && isRouteNotFound(failure.value)) return noRoute(path)
+        if (Option.isSome(failure) && isRouteNotFound(failure.value)) return noRoute(method, path)
         // The typed API reads JSON bodies with `orDie`: an overflow arrives as a defect.
         const bodyRead = cause.reasons.map((reason) =>
           Cause.isFailReason(reason)
@@ -220,7 +250,7 @@ export const EdgeLive = HttpRouter.middleware(
       // Not URL-decoded: valid references (`org_`/`ws_` ids, slugs) contain no escapes.
       const workspaceMatch = WORKSPACE_PATH.exec(path)
       const caller = yield* resolveCaller(
-        bearerToken(original.headers.authorization),
+        tokenOf(original.headers.authorization, original.method, path),
         workspaceMatch?.[1],
         original.method,
         path
@@ -288,7 +318,7 @@ export const EdgeLive = HttpRouter.middleware(
         const answer = declaredLength !== undefined && Number(declaredLength) > bodyCap
           ? tooLarge(bodyCap)
           : handle(httpEffect, now, requestId, seen).pipe(
-            Effect.catchCause(renderFailures(path, bodyCap, seen)),
+            Effect.catchCause(renderFailures(request.method, path, bodyCap, seen)),
             // The server provides the default cap once (`serveApp`); only a route with its own adds one.
             ownCap === undefined
               ? identity

@@ -7,6 +7,7 @@
  */
 import { createServer, type Server, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
+import { customMethodUrl } from "./customMethods.ts"
 import { newId } from "./ids.ts"
 
 export interface NodeServerLimits {
@@ -90,6 +91,14 @@ export const makeNodeServer = (limits: NodeServerLimits = DEFAULT_NODE_LIMITS): 
   // The response in progress on each connection, so a late parser error never corrupts an answer already started.
   const responding = new WeakMap<Duplex, ServerResponse>()
   server.prependListener("request", (request, response) => {
+    // `LOCK`/`UNLOCK` where the API serves them: the POST route of that verb (see customMethods.ts).
+    const customUrl = request.method === undefined || request.url === undefined
+      ? undefined
+      : customMethodUrl(request.method, request.url)
+    if (customUrl !== undefined) {
+      request.method = "POST"
+      request.url = customUrl
+    }
     const socket = request.socket
     responding.set(socket, response)
     // Past the deadline the answer goes straight onto the connection, which then closes: the router sees its client
