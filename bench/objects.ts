@@ -149,16 +149,25 @@ const program = Effect.gen(function*() {
   )
   const putMs = performance.now() - putStart
   const stored = bodies.filter((_, index) => outcomes[index]?._tag === "Success")
+  const putPeakKb = peakKb
+  const firstFailure = outcomes.find((outcome) => outcome._tag === "Failure")
+  // Whatever the limit cut is stored one at a time, so the GETs still run 8 at once.
+  for (const bytes of bodies) if (!stored.includes(bytes)) yield* put(bytes)
   const getStart = performance.now()
-  yield* Effect.all(stored.map((bytes) => get(digestOf(bytes), bytes.length)), { concurrency: "unbounded" })
+  yield* Effect.all(bodies.map((bytes) => get(digestOf(bytes), bytes.length)), { concurrency: "unbounded" })
   const getMs = performance.now() - getStart
   clearInterval(sampler)
   console.log(
-    `  8 concurrent 64 MiB: ${stored.length}/8 PUTs stored, ${
+    `  8 concurrent 64 MiB PUTs: ${stored.length}/8 stored within Node's 30 s whole-request limit, ${
       rate(stored.length * 64 * MIB, putMs).toFixed(1)
-    } MiB/s; ${stored.length} concurrent GETs ${rate(stored.length * 64 * MIB, getMs).toFixed(1)} MiB/s; server RSS ${
-      (idleKb / 1024).toFixed(0)
-    } MiB before, peak ${(peakKb / 1024).toFixed(0)} MiB`
+    } MiB/s; server RSS ${(idleKb / 1024).toFixed(0)} MiB before, peak ${(putPeakKb / 1024).toFixed(0)} MiB${
+      firstFailure === undefined ? "" : ` (first failure: ${String(firstFailure.failure)})`
+    }`
+  )
+  console.log(
+    `  8 concurrent 64 MiB GETs: ${rate(8 * 64 * MIB, getMs).toFixed(1)} MiB/s; server RSS peak over both phases ${
+      (peakKb / 1024).toFixed(0)
+    } MiB`
   )
 
   // objects/missing for 1,000 digests, half of them stored.
