@@ -18,6 +18,7 @@ import { startReplicaProcesses } from "../test/support/processes.ts"
 import { scratchDatabaseUrl } from "../test/support/scratch.ts"
 import { call } from "../test/support/server.ts"
 import { createProject, signInWithPersonal } from "../test/support/session.ts"
+import { percentile } from "./runStateLoad.ts"
 
 const number = (name: string, fallback: number) => Number(process.env[name] || fallback)
 const REPS = number("BENCH_REPS", 5)
@@ -27,14 +28,7 @@ process.env["DATABASE_URL"] = process.env["BENCH_DATABASE_URL"] || process.env["
   "postgres://postgres@127.0.0.1:5432/test"
 
 const digestOf = (bytes: Uint8Array) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
-}
-const percentile = (values: ReadonlyArray<number>, p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN
-}
+const median = (values: ReadonlyArray<number>) => percentile(values, 50)
 const rate = (bytes: number, ms: number) => (bytes / MIB) / (ms / 1000)
 
 /** The server process's resident set (kB) from /proc. */
