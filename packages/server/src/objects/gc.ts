@@ -1,10 +1,11 @@
 /**
  * Garbage collection of a project's objects (run-state.md §7). Roots: current refs, the catalog head and its last 10
  * history entries, job outputs that are digests, of runs of the last 30 days, and every object used (written, read,
- * asked about, referenced) within `GC_GRACE_SECONDS`; reachability follows each object's top-level `references` transitively. A report computes the split; a collection (a dry run
- * unless `dryRun: false`) deletes the collectable in batches, referrers before what they reference, each batch in one
- * transaction whose delete re-checks every object: one used since the collection started (a racing ref write or
- * upload marks it used, holding its row) or still referenced is kept.
+ * asked about, referenced) within `GC_GRACE_SECONDS`; reachability follows each object's top-level `references`
+ * transitively. A report computes the split; a collection (a dry run unless `dryRun: false`) deletes the collectable
+ * in batches, referrers before what they reference, each batch in one transaction whose delete re-checks every
+ * object: one used since the collection started (a racing ref write or upload marks it used, holding its row) or
+ * still referenced is kept.
  */
 import {
   type Digest,
