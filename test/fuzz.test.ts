@@ -36,7 +36,7 @@ const CODES: Readonly<Record<number, ReadonlyArray<string>>> = {
   400: ["bad_request"],
   401: ["unauthenticated"],
   403: ["forbidden"],
-  404: ["not_found"],
+  404: ["not_found", "object_missing"],
   405: ["unsupported"],
   409: ["conflict", "provider_connection_conflict"],
   412: ["precondition_failed"],

@@ -2,8 +2,8 @@
  * The object store end to end over real HTTP (run-state.md §4, §7): digest-verified PUT (a mismatch stores nothing),
  * GET with ETag, HEAD and single ranges across chunk rows, `missing` with the empty blob, the list by prefix, uploads
  * with parts sent out of order, replaced, completed and completed again, a truncated body that leaves no chunk behind,
- * GC report and collect (dry run by default), the workspace usage and run feed. On PGlite, and PostgreSQL when
- * `DATABASE_URL` is set.
+ * GC report and collect (dry run by default; refs, the catalog head, job outputs and `references` as roots), the
+ * workspace usage and run feed. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
  */
 import { GcCollection, GcReport, StateUsage, StoredObject, Upload } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
@@ -236,9 +236,15 @@ for (const backend of sqlBackends) {
             outcome: "succeeded",
             outputs: { manifest: digestOf(manifest) }
           })
+          // A ref and a published catalog head are roots too.
+          const byRef = new TextEncoder().encode("named by a ref")
+          const byHead = new TextEncoder().encode(JSON.stringify({ entities: [] }))
+          for (const bytes of [byRef, byHead]) yield* raw("PUT", `/objects/${digestOf(bytes)}`, bytes)
+          ok(yield* as("PUT", `/refs/${encodeURIComponent("refs/heads/main")}`, { digest: digestOf(byRef) }))
+          ok(yield* as("PUT", "/catalog/head", { digest: digestOf(byHead) }))
           const report = ok(yield* as("GET", "/gc/report"), { report: GcReport }).report
-          assert.deepStrictEqual(report.objects.count, 3)
-          assert.deepStrictEqual(report.reachable.count, 2)
+          assert.deepStrictEqual(report.objects.count, 5)
+          assert.deepStrictEqual(report.reachable.count, 4)
           assert.deepStrictEqual(report.sample, [digestOf(lone)])
           assert.strictEqual(report.graceSeconds, 0)
           const dry = ok(yield* as("POST", "/gc/collect", {}), GcCollection.fields)
@@ -255,7 +261,10 @@ for (const backend of sqlBackends) {
             yield* call(baseUrl, "GET", `/v1/organizations/${personal.id}/state/usage`, { token }),
             { usage: StateUsage }
           ).usage
-          assert.deepStrictEqual(usage.objects, { count: 2, bytes: leaf.length + manifest.length })
+          assert.deepStrictEqual(usage.objects, {
+            count: 4,
+            bytes: leaf.length + manifest.length + byRef.length + byHead.length
+          })
           const feed = pageOf(
             yield* call(baseUrl, "GET", `/v1/organizations/${personal.id}/state/runs?status=succeeded`, { token }),
             { runs: Schema.Array(Schema.Struct({ id: Schema.String })) }

@@ -1013,6 +1013,50 @@ const newTfState = (ctx: Ctx) =>
     return { projectId, component: `c-${randomUUID().slice(0, 8)}`, environment: environment.environment.slug }
   })
 
+/** A fresh ref of the matrix project, set by the creator: its path parameters. */
+const newRef = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { digest, projectId } = yield* newObject(ctx)
+    const name = `refs/matrix/${randomUUID().slice(0, 8)}`
+    yield* asCreator(ctx, "PUT", `/projects/${projectId}/state/refs/${encodeURIComponent(name)}`, {}, { digest })
+    return { projectId, name, digest }
+  })
+
+/** The matrix project with a published catalog head. */
+const publishedCatalog = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const { digest, projectId } = yield* newObject(ctx)
+    yield* asCreator(ctx, "PUT", `/projects/${projectId}/state/catalog/head`, {}, { digest })
+    return { params: { projectId } }
+  })
+
+const refFixtures: Readonly<Record<string, Fixture>> = {
+  "refs.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "refs.get": { request: (ctx) => Effect.map(newRef(ctx), ({ name, projectId }) => ({ params: { projectId, name } })) },
+  "refs.set": {
+    request: (ctx) =>
+      Effect.map(newObject(ctx), ({ digest, projectId }) => ({
+        params: { projectId, name: `refs/set/${randomUUID().slice(0, 8)}` },
+        body: { digest }
+      }))
+  },
+  "refs.delete": {
+    request: (ctx) => Effect.map(newRef(ctx), ({ name, projectId }) => ({ params: { projectId, name } }))
+  },
+  "refs.publish": {
+    request: (ctx) =>
+      Effect.map(newObject(ctx), ({ digest, projectId }) => ({ params: { projectId }, body: { digest } }))
+  },
+  "refs.head": { request: publishedCatalog },
+  "refs.history": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
+  "catalog.entities": { request: none },
+  // The spec's answer for this route is 501 for everyone allowed.
+  "catalog.projectEntities": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })),
+    alsoAllowed: [501]
+  }
+}
+
 const tfstateFixtures: Readonly<Record<string, Fixture>> = {
   "tfstate.list": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
   "tfstate.read": {
@@ -1048,6 +1092,7 @@ const fixtures: Readonly<Record<string, Fixture>> = {
   ...runFixtures,
   ...objectFixtures,
   ...tfstateFixtures,
+  ...refFixtures,
   ...linkFixtures,
   ...oidcFixtures,
   ...secretFixtures("secrets", () => Effect.succeed({}), () => ""),

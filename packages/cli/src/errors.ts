@@ -13,6 +13,7 @@ import type {
   Forbidden,
   LeaseLost,
   NotFound,
+  ObjectMissing,
   PayloadTooLarge,
   PreconditionFailed,
   ProviderConnectionConflict,
@@ -50,6 +51,7 @@ export type WireError =
   | ContractVersionUnsupported
   | DepsNotReady
   | LeaseLost
+  | ObjectMissing
   | PayloadTooLarge
   | RunTerminal
   | BadRequest

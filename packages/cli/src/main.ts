@@ -13,6 +13,7 @@ import { flags } from "./commands/flags.ts"
 import { integrations, repoLinks } from "./commands/integrations.ts"
 import { invitations } from "./commands/invitations.ts"
 import { members } from "./commands/members.ts"
+import { gc, objects } from "./commands/objects.ts"
 import { envs, projects } from "./commands/projects.ts"
 import { quotas } from "./commands/quotas.ts"
 import { jobs, link, logs, runner, runs } from "./commands/runs.ts"
@@ -56,7 +57,9 @@ export const cpctl = Command.make("cpctl").pipe(
     runs,
     jobs,
     logs,
-    runner
+    runner,
+    objects,
+    gc
   ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )

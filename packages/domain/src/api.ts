@@ -17,6 +17,7 @@ import { OidcApi } from "./oidc.ts"
 import { ProjectsApi } from "./projects.ts"
 import { QuotasApi } from "./quotas.ts"
 import { finishReference, introduction } from "./reference.ts"
+import { CatalogApi, RefsApi } from "./refs.ts"
 import { RunsApi } from "./runs.ts"
 import { RunSecretsApi } from "./runSecrets.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
@@ -63,6 +64,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(ObjectsApi)
   .add(StateReadModelsApi)
   .add(TfStateApi)
+  .add(RefsApi)
+  .add(CatalogApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -69,9 +69,9 @@ export type UploadStart = typeof UploadStart.Type
 export const ObjectsQuery = Schema.Struct({
   ...PageQuery,
   prefix: Schema.optionalKey(
-    Schema.String.check(Schema.isMaxLength(71)).annotate({
-      description: "Only objects whose digest string (`sha256:…`) starts with this"
-    })
+    Schema.String.check(
+      Schema.isPattern(/^[0-9a-z:]{0,71}$/u, { message: "must be the start of a digest string (sha256:…)" })
+    ).annotate({ description: "Only objects whose digest string (`sha256:…`) starts with this" })
   )
 })
 

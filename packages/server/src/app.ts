@@ -67,7 +67,8 @@ import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
-import { TfStateHttp } from "./state/http.ts"
+import { CatalogHttp, RefsHttp, TfStateHttp } from "./state/http.ts"
+import { RefsService } from "./state/refs.ts"
 import { TfStateService } from "./state/tfstate.ts"
 import { SystemHttp } from "./system/http.ts"
 import { TeamsHttp } from "./teams/http.ts"
@@ -125,7 +126,8 @@ const Services = OAuthService.layer.pipe(
       UploadSweep.layer.pipe(Layer.provideMerge(ObjectsService.layer)),
       GcService.layer,
       StateReadModels.layer,
-      TfStateService.layer
+      TfStateService.layer,
+      RefsService.layer
     )
   ),
   Layer.provideMerge(Layer.mergeAll(
@@ -189,7 +191,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     IngressHttp,
     ObjectsHttp,
     StateReadModelsHttp,
-    TfStateHttp
+    TfStateHttp,
+    RefsHttp,
+    CatalogHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

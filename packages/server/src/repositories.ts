@@ -25,6 +25,7 @@ import {
   QuotasRepo,
   RateLimitRepo,
   RepoLinksRepo,
+  RefsRepo,
   RoleBindingsRepo,
   RunsRepo,
   ScopeTemplatesRepo,
@@ -85,7 +86,8 @@ export const RepositoriesSql = Layer.mergeAll(
   JobLogsRepo.sql,
   CliLinksRepo.sql,
   ObjectsRepo.sql,
-  TfStateRepo.sql
+  TfStateRepo.sql,
+  RefsRepo.sql,
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -129,5 +131,6 @@ export const RepositoriesMemory = Layer.mergeAll(
   JobLogsRepo.memory.pipe(Layer.provideMerge(RunsRepo.memory)),
   CliLinksRepo.memory,
   ObjectsRepo.memory,
-  TfStateRepo.memory
+  TfStateRepo.memory,
+  RefsRepo.memory,
 )

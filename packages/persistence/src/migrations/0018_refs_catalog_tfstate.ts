@@ -39,6 +39,8 @@ export default Effect.gen(function*() {
       project_id text collate "C" not null references projects (id),
       org_id text collate "C" not null,
       version integer not null,
+      -- The version zero-padded: the key of the newest-first keyset (published_at, id).
+      id text collate "C" not null,
       digest text collate "C" not null,
       published_at timestamptz not null,
       published_by jsonb not null,

@@ -4,7 +4,7 @@
  * time. Neither ever holds a whole object.
  */
 import { type BlobRef, CHUNK_BYTES, ObjectsRepo } from "@cp/persistence"
-import { Data, Effect, Exit, Stream } from "effect"
+import { Data, Effect, Exit, Option, Stream } from "effect"
 import { createHash } from "node:crypto"
 
 /** The first bytes of a body kept to look for a JSON `references` array: larger objects are not scanned. */
@@ -19,7 +19,7 @@ export interface WrittenBlob {
 }
 
 /** Chunks read per statement while streaming out. */
-const READ_AHEAD = 4
+const READ_AHEAD = 2
 
 const startsLikeJsonObject = (bytes: Uint8Array): boolean => {
   for (const byte of bytes) {
@@ -120,43 +120,56 @@ export const slicesOf = (blobs: ReadonlyArray<BlobRef>, start: number, end: numb
 /** A stored blob ended before its recorded size: the store is damaged. */
 export class BlobTruncated extends Data.TaggedError("BlobTruncated")<{ readonly blobId: string }> {}
 
-/** Streams bytes `[start, end)` of an object made of `blobs`, `READ_AHEAD` chunk rows per statement. */
+/** Where a read stands: the slice, its next chunk row, and what is left to skip and to send of the slice. */
+interface ReadState {
+  readonly index: number
+  readonly seq: number
+  readonly skip: number
+  readonly remaining: number
+}
+
+/**
+ * Streams bytes `[start, end)` of an object made of `blobs`: each pull reads at most `READ_AHEAD` chunk rows (one
+ * statement) and emits them, so a reader that stops pulling (a slow client, HTTP backpressure) stops the reads too.
+ */
 export const readRange = (
   objects: ObjectsRepo["Service"],
   blobs: ReadonlyArray<BlobRef>,
   start: number,
   end: number
-): Stream.Stream<Uint8Array, BlobTruncated> =>
-  Stream.fromIterable(slicesOf(blobs, start, end)).pipe(
-    Stream.flatMap((slice) => {
-      const windows: Array<number> = []
-      for (let seq = slice.fromSeq; seq <= slice.toSeq; seq += READ_AHEAD) windows.push(seq)
-      let skip = slice.skip
-      let remaining = slice.length
-      return Stream.fromIterable(windows).pipe(
-        Stream.mapEffect((fromSeq) =>
-          Effect.flatMap(
-            objects.readChunks({
-              blobId: slice.blobId,
-              fromSeq,
-              count: Math.min(READ_AHEAD, slice.toSeq - fromSeq + 1)
-            }),
-            (chunks) => {
-              const out: Array<Uint8Array> = []
-              for (const chunk of chunks) {
-                const piece = chunk.subarray(skip, skip + remaining)
-                skip = 0
-                remaining -= piece.length
-                out.push(piece)
-              }
-              const expected = Math.min(READ_AHEAD, slice.toSeq - fromSeq + 1)
-              return chunks.length < expected || (fromSeq + READ_AHEAD > slice.toSeq && remaining > 0)
-                ? Effect.fail(new BlobTruncated({ blobId: slice.blobId }))
-                : Effect.succeed(out)
-            }
-          )
-        ),
-        Stream.flattenIterable
-      )
-    })
-  )
+): Stream.Stream<Uint8Array, BlobTruncated> => {
+  const slices = slicesOf(blobs, start, end)
+  const stateAt = (index: number): Option.Option<ReadState> =>
+    Option.map(
+      Option.fromUndefinedOr(slices[index]),
+      (slice) => ({ index, seq: slice.fromSeq, skip: slice.skip, remaining: slice.length })
+    )
+  return Option.match(stateAt(0), {
+    onNone: () => Stream.empty,
+    onSome: (first) =>
+      Stream.paginate(first, (state: ReadState) => {
+        const slice = slices[state.index]
+        if (slice === undefined) return Effect.succeed([[], Option.none()] as const)
+        const count = Math.min(READ_AHEAD, slice.toSeq - state.seq + 1)
+        return Effect.flatMap(objects.readChunks({ blobId: slice.blobId, fromSeq: state.seq, count }), (chunks) => {
+          let skip = state.skip
+          let remaining = state.remaining
+          const out: Array<Uint8Array> = []
+          for (const chunk of chunks) {
+            const piece = chunk.subarray(skip, skip + remaining)
+            skip = 0
+            remaining -= piece.length
+            out.push(piece)
+          }
+          const nextSeq = state.seq + count
+          if (chunks.length < count || (nextSeq > slice.toSeq && remaining > 0)) {
+            return Effect.fail(new BlobTruncated({ blobId: slice.blobId }))
+          }
+          const next = nextSeq <= slice.toSeq
+            ? Option.some({ index: state.index, seq: nextSeq, skip: 0, remaining })
+            : stateAt(state.index + 1)
+          return Effect.succeed([out, next] as const)
+        })
+      })
+  })
+}

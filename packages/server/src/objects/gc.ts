@@ -1,10 +1,11 @@
 /**
- * Garbage collection of a project's objects (run-state.md §7). Roots: job outputs that are digests, of runs of the
- * last 30 days, and every object used (written, read, asked about, referenced) within `GC_GRACE_SECONDS`; reachability
- * follows each object's top-level `references` transitively. A report computes the split; a collection (a dry run
- * unless `dryRun: false`) deletes the collectable in batches, referrers before what they reference, each batch in one
- * transaction whose delete re-checks every object: one used since the collection started (a racing ref write or
- * upload marks it used, holding its row) or still referenced is kept.
+ * Garbage collection of a project's objects (run-state.md §7). Roots: current refs, the catalog head and its last 10
+ * history entries, job outputs that are digests, of runs of the last 30 days, and every object used (written, read,
+ * asked about, referenced) within `GC_GRACE_SECONDS`; reachability follows each object's top-level `references`
+ * transitively. A report computes the split; a collection (a dry run unless `dryRun: false`) deletes the collectable
+ * in batches, referrers before what they reference, each batch in one transaction whose delete re-checks every
+ * object: one used since the collection started (a racing ref write or upload marks it used, holding its row) or
+ * still referenced is kept.
  */
 import {
   type Digest,
@@ -14,13 +15,15 @@ import {
   type NotFound,
   type Tally
 } from "@cp/domain"
-import { type GcEntry, ObjectsRepo, ProjectsRepo, RunsRepo, Transactor } from "@cp/persistence"
-import { Context, Effect, Layer } from "effect"
+import { type GcEntry, ObjectsRepo, ProjectsRepo, RefsRepo, RunsRepo, Transactor } from "@cp/persistence"
+import { Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../platform/config.ts"
 import { currentDate } from "../platform/serviceKit.ts"
 import { findProject } from "../projects/scope.ts"
 import type { ProjectScope } from "./service.ts"
 
+/** The catalog head's latest history entries that are roots (the head itself is one too). */
+export const HEAD_HISTORY_ROOTS = 10
 /** Job outputs of runs this recent are roots. */
 export const OUTPUT_ROOT_DAYS = 30
 /** Objects deleted per transaction. */
@@ -84,23 +87,40 @@ export class GcService extends Context.Service<GcService, {
     Effect.gen(function*() {
       const objects = yield* ObjectsRepo
       const runs = yield* RunsRepo
+      const refs = yield* RefsRepo
       const projects = yield* ProjectsRepo
       const tx = yield* Transactor
       const config = yield* AppConfig
       const graceMs = config.gcGraceSeconds * 1000
 
-      /** Job outputs of recent runs that name objects. */
-      const outputRoots = (scope: ProjectScope, now: Date) =>
-        runs.outputDigests({
-          projectId: scope.projectId,
-          since: new Date(now.getTime() - OUTPUT_ROOT_DAYS * 24 * 60 * 60 * 1000)
+      /**
+       * The named roots: the project's current refs, its catalog head and the last `HEAD_HISTORY_ROOTS` entries of its
+       * history, and job outputs of recent runs that name objects.
+       */
+      const namedRoots = (scope: ProjectScope, now: Date) =>
+        Effect.gen(function*() {
+          const [outputs, current, head, history] = yield* Effect.all([
+            runs.outputDigests({
+              projectId: scope.projectId,
+              since: new Date(now.getTime() - OUTPUT_ROOT_DAYS * 24 * 60 * 60 * 1000)
+            }),
+            refs.list(scope.projectId, ""),
+            refs.head(scope.projectId),
+            refs.history(scope.projectId, { limit: HEAD_HISTORY_ROOTS })
+          ])
+          return [
+            ...outputs,
+            ...current.map((ref) => ref.digest),
+            ...Option.toArray(head).map((row) => row.digest),
+            ...history.map((row) => row.digest)
+          ]
         })
 
       const split = (scope: ProjectScope, now: Date) =>
         Effect.gen(function*() {
           const entries = yield* objects.gcEntries(scope.projectId)
           const recent = entries.filter((entry) => entry.lastAccessedAt.getTime() >= now.getTime() - graceMs)
-          const roots = [...(yield* outputRoots(scope, now)), ...recent.map((entry) => entry.digest)]
+          const roots = [...(yield* namedRoots(scope, now)), ...recent.map((entry) => entry.digest)]
           const reachable = reachableFrom(entries, roots)
           const collectable = entries.filter((entry) => !reachable.has(entry.digest))
           return { entries, reachable, collectable } satisfies GcSplit
@@ -109,7 +129,7 @@ export class GcService extends Context.Service<GcService, {
       /** Deletes one batch, re-checking inside the transaction; the digests and bytes it deleted. */
       const deleteBatch = (scope: ProjectScope, batch: ReadonlyArray<GcEntry>, startedAt: Date) =>
         tx.withTransaction(Effect.gen(function*() {
-          const roots = new Set(yield* outputRoots(scope, startedAt))
+          const roots = new Set(yield* namedRoots(scope, startedAt))
           const collected = yield* objects.deleteCollectable({
             projectId: scope.projectId,
             digests: batch.map((entry) => entry.digest).filter((digest) => !roots.has(digest)),

@@ -104,9 +104,19 @@ export const makeNodeServer = (limits: NodeServerLimits = DEFAULT_NODE_LIMITS): 
     // Past the deadline the answer goes straight onto the connection, which then closes: the router sees its client
     // leave and interrupts the work (without waiting for it, as a client that went away), so the answer is not
     // held back by finalizers that wait on the same stalled database. One timer per request.
-    const deadline = setTimeout(() => {
-      if (!response.headersSent && socket.writable) socket.end(rawErrorResponse(DEADLINE_PASSED))
-    }, limits.deadlineMs)
+    // A body still streaming into a handler that reads it (an object upload of up to 64 MiB) is progress, not a
+    // stall: the deadline then counts from the body's end (Node's `requestTimeout` still bounds the whole request).
+    const expire = () => {
+      if (response.headersSent || !socket.writable) return
+      if (request.readableDidRead && !request.complete) {
+        request.once("end", () => {
+          deadline = setTimeout(expire, limits.deadlineMs)
+        })
+        return
+      }
+      socket.end(rawErrorResponse(DEADLINE_PASSED))
+    }
+    let deadline = setTimeout(expire, limits.deadlineMs)
     response.once("close", () => {
       clearTimeout(deadline)
       if (responding.get(socket) === response) responding.delete(socket)

@@ -6,6 +6,7 @@ import { actorInWorkspace, ControlPlaneApi, CurrentWorkspace, type ProjectId } f
 import { Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { RefsService } from "./refs.ts"
 import { type StateAddress, type TfAnswer, TfStateService } from "./tfstate.ts"
 
 const addressOf = (params: {
@@ -76,4 +77,51 @@ export const TfStateHttp = HttpApiBuilder.group(ControlPlaneApi, "tfstate", (han
       .handle("versions", ({ params }) =>
         Effect.flatMap(addressOf(params), ({ at }) =>
           Effect.map(tfstate.versions(at), (versions) => ({ versions }))))
+  }))
+
+const projectOf = (params: { readonly projectId: ProjectId }) =>
+  Effect.map(actorInWorkspace, ({ actor, workspace }) => ({
+    actor,
+    at: { orgId: workspace.organization.id, projectId: params.projectId }
+  }))
+
+/** Refs and the catalog head. */
+export const RefsHttp = HttpApiBuilder.group(ControlPlaneApi, "refs", (handlers) =>
+  Effect.gen(function*() {
+    const refs = yield* RefsService
+    return handlers
+      .handle("list", ({ params, query }) =>
+        Effect.flatMap(projectOf(params), ({ at }) =>
+          Effect.map(refs.list(at, query.prefix ?? ""), (list) => ({ refs: list }))))
+      .handle("get", ({ params }) =>
+        Effect.flatMap(projectOf(params), ({ at }) =>
+          Effect.map(refs.get(at, params.name), (ref) => ({ ref }))))
+      .handle("set", ({ params, payload }) =>
+        Effect.flatMap(projectOf(params), ({ actor, at }) =>
+          Effect.map(refs.set(actor, at, params.name, payload), (ref) => ({ ref }))))
+      .handle("delete", ({ params, query }) =>
+        Effect.flatMap(projectOf(params), ({ actor, at }) =>
+          Effect.as(refs.remove(actor, at, params.name, query.expectedVersion), { deleted: true })))
+      .handle("publish", ({ params, payload }) =>
+        Effect.flatMap(projectOf(params), ({ actor, at }) =>
+          Effect.map(refs.publish(actor, at, payload), (head) => ({ head }))))
+      .handle("head", ({ params }) =>
+        Effect.flatMap(projectOf(params), ({ at }) =>
+          Effect.map(refs.head(at), (head) => ({ head }))))
+      .handle("history", ({ params, query }) =>
+        Effect.flatMap(projectOf(params), ({ at }) =>
+          refs.history(at, query)))
+  }))
+
+/** The workspace catalog read model; the project-scoped route answers 501 as the spec says. */
+export const CatalogHttp = HttpApiBuilder.group(ControlPlaneApi, "catalog", (handlers) =>
+  Effect.gen(function*() {
+    const refs = yield* RefsService
+    return handlers
+      .handle("entities", ({ query }) =>
+        Effect.flatMap(CurrentWorkspace, (workspace) =>
+          Effect.map(refs.entities(workspace.organization.id, query), (entities) => ({ entities }))))
+      .handle("projectEntities", ({ params }) =>
+        Effect.flatMap(CurrentWorkspace, (workspace) =>
+          refs.projectEntities(workspace.organization.id, params.projectId)))
   }))
