@@ -24,8 +24,8 @@ import {
   ProjectsRepo,
   QuotasRepo,
   RateLimitRepo,
-  RepoLinksRepo,
   RefsRepo,
+  RepoLinksRepo,
   RoleBindingsRepo,
   RunsRepo,
   ScopeTemplatesRepo,
@@ -87,7 +87,7 @@ export const RepositoriesSql = Layer.mergeAll(
   CliLinksRepo.sql,
   ObjectsRepo.sql,
   TfStateRepo.sql,
-  RefsRepo.sql,
+  RefsRepo.sql
 )
 
 export const RepositoriesMemory = Layer.mergeAll(
@@ -132,5 +132,5 @@ export const RepositoriesMemory = Layer.mergeAll(
   CliLinksRepo.memory,
   ObjectsRepo.memory,
   TfStateRepo.memory,
-  RefsRepo.memory,
+  RefsRepo.memory
 )
