@@ -12,12 +12,13 @@ import { BillingState } from "@cp/server/billing/state"
 import { BillingSweep } from "@cp/server/billing/sweep"
 import { AppConfig, parseConfig } from "@cp/server/platform/config"
 import { EventLog } from "@cp/server/platform/events"
-import { mint, newId } from "@cp/server/platform/ids"
+import { newId } from "@cp/server/platform/ids"
 import { RepositoriesSql } from "@cp/server/repositories"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
+import { billedCustomer } from "../packages/server/test/support/billing.ts"
 import { startReplicaProcesses } from "./support/processes.ts"
 import { scratchDatabaseUrl } from "./support/scratch.ts"
 
@@ -55,18 +56,7 @@ const seedCancelled = Effect.gen(function*() {
     updatedAt: now
   })
   const customerId = `cus_${orgId}`
-  yield* (yield* BillingRepo).insertCustomer({
-    id: mint.billingCustomer(now.getTime()),
-    orgId,
-    displayName: "Billed",
-    email: "billed@example.com",
-    status: "active",
-    provider: "billprov",
-    providerCustomerId: customerId,
-    metadata: {},
-    createdAt: now,
-    updatedAt: now
-  })
+  yield* (yield* BillingRepo).insertCustomer(billedCustomer(orgId, now))
   const applied = yield* (yield* Transactor).withTransaction((yield* BillingState).applySubscription({
     id: `sub_${orgId}`,
     customerId,
