@@ -338,6 +338,52 @@ for (const backend of sqlBackends) {
           assert.strictEqual(summaryOf(yield* api("GET", "/billing/summary")).plan.code, "free")
         }))
 
+      it.effect("the same invoice paid by concurrent deliveries records invoice.paid exactly once", () =>
+        Effect.gen(function*() {
+          const { api } = yield* subscribe("team")
+          const customerId = summaryOf(yield* api("GET", "/billing/summary")).customer?.providerCustomerId ?? ""
+          const invoiceEvent = (type: string, id: string, status: string) => ({
+            type,
+            timestamp: new Date().toISOString(),
+            data: {
+              id,
+              customerId,
+              subscriptionId: null,
+              number: null,
+              status,
+              amountDueCents: 2900,
+              amountPaidCents: status === "paid" ? 2900 : 0,
+              currency: "usd",
+              periodStart: null,
+              periodEnd: null,
+              hostedUrl: null,
+              createdAt: new Date().toISOString()
+            }
+          })
+          /** Six deliveries of one paid invoice at once, each under a webhook id of its own (not replays). */
+          const payConcurrently = (id: string) =>
+            Effect.forEach(
+              Array.from({ length: 6 }, () => invoiceEvent("invoice.paid", id, "paid")),
+              (event) => Effect.map(deliver(event), (res) => ok(res)),
+              { concurrency: "unbounded" }
+            )
+          const paidCount = Effect.map(
+            api("GET", "/audit?category=billing&limit=100"),
+            (res) =>
+              ok(res, { auditEntries: Schema.Array(Schema.Struct({ eventType: Schema.String })) }).auditEntries
+                .filter((entry) => entry.eventType === "invoice.paid").length
+          )
+          const before = yield* paidCount
+          // an invoice first seen paid: the concurrent inserts agree on one status change
+          yield* payConcurrently(`in_race_new_${crypto.randomUUID()}`)
+          assert.strictEqual(yield* paidCount, before + 1)
+          // a stored open invoice paid: the concurrent updates agree on one status change
+          const open = `in_race_open_${crypto.randomUUID()}`
+          ok(yield* deliver(invoiceEvent("invoice.payment_failed", open, "open")))
+          yield* payConcurrently(open)
+          assert.strictEqual(yield* paidCount, before + 2)
+        }))
+
       it.effect("webhook: a replayed id, an older event, an unknown workspace or product change nothing", () =>
         Effect.gen(function*() {
           const { api, orgId, providerSubscriptionId } = yield* subscribe("team")
@@ -380,6 +426,38 @@ for (const backend of sqlBackends) {
           ok(yield* deliver(event("active", new Date(Date.now() + 3000), { productId: "prod_team" })))
           ok(yield* deliver(upgrade, { id }))
           assert.strictEqual(summaryOf(yield* api("GET", "/billing/summary")).plan.code, "team")
+        }))
+    }
+  )
+
+  // A server of its own: filling the source's bucket must not refuse the other tests' deliveries.
+  layer(testServer(backend), { excludeTestServices: true, timeout: 120_000 })(
+    `billing webhook rate limit [${backend}]`,
+    (it) => {
+      it.effect("the 301st delivery from one source in a minute is 429 rate_limited with Retry-After", () =>
+        Effect.gen(function*() {
+          const { baseUrl } = yield* TestServer
+          // Counted before the signature is checked: unsigned deliveries fill the bucket too, and change nothing.
+          const unsigned = { type: "customer.updated", timestamp: new Date().toISOString(), data: {} }
+          const statuses = yield* Effect.forEach(
+            Array.from({ length: 300 }, (_, i) => i),
+            () => Effect.map(deliver(unsigned, { headers: {} }), (res) => res.status),
+            { concurrency: 8 }
+          )
+          assert.deepStrictEqual([...new Set(statuses)], [401])
+          // a correctly signed delivery is refused too, before it is verified or applied
+          const res = yield* deliver(unsigned)
+          const error = failed(res, 429, "rate_limited")
+          assert.strictEqual(error.details["scope"], "identity")
+          const retryAfter = Schema.decodeUnknownSync(Schema.Number)(error.details["retryAfterSeconds"])
+          assert.isTrue(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, String(retryAfter))
+          assert.strictEqual(res.headers.get("retry-after"), String(retryAfter))
+          // billing has a family of its own: the source-control ingress from the same source is not limited
+          const scm = yield* call(baseUrl, "POST", "/ingress/scmhost/webhook", {
+            body: "{}",
+            headers: { "content-type": "application/json" }
+          })
+          failed(scm, 401, "unauthenticated")
         }))
     }
   )

@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { NotFound, PreconditionFailed, ProviderUnavailable, Unauthenticated } from "./errors.ts"
+import { NotFound, PreconditionFailed, ProviderUnavailable, RateLimited, Unauthenticated } from "./errors.ts"
 import { BillingCustomerId, EntitlementId, InvoiceId, OrgId, PlanId, SubscriptionId } from "./ids.ts"
 import { doc } from "./reference.ts"
 import { PageQuery, requires, WorkspaceAuthentication, WorkspaceAuthorization } from "./security.ts"
@@ -272,12 +272,13 @@ export class BillingWebhooksApi extends HttpApiGroup.make("billingWebhooks")
     HttpApiEndpoint.post("billprov", "/v1/billing/webhooks/billprov", {
       payload: Schema.String.pipe(HttpApiSchema.asText({ contentType: "application/json" })),
       success: Envelope({ received: Schema.Literal(true) }),
-      error: Unauthenticated
+      error: [Unauthenticated, RateLimited]
     }).annotateMerge(
       doc(
         "Receive a billing provider webhook",
         "Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature` (or their `x-billprov-` " +
-          "aliases), an HMAC-SHA256 over the raw body; a bad, missing or stale signature is 401 and changes nothing."
+          "aliases), an HMAC-SHA256 over the raw body; a bad, missing or stale signature is 401 and changes nothing; " +
+          "300 deliveries a minute per source address, then 429 with `Retry-After`."
       )
     ).annotateMerge(requires.none).annotateMerge(maxBodyBytes(BILLING_WEBHOOK_MAX_BYTES))
   )

@@ -27,7 +27,6 @@ export const PLAN_HOLDING_STATUSES = ["active", "trialing", "past_due"] as const
 
 const holdsPlan = (status: string) => (PLAN_HOLDING_STATUSES as ReadonlyArray<string>).includes(status)
 
-const UpsertedInvoiceRow = Schema.Struct({ ...InvoiceRow.fields, previousStatus: Schema.NullOr(Schema.String) })
 const Inserted = Schema.Struct({ webhookId: Schema.String })
 
 export class BillingRepo extends Context.Service<BillingRepo, {
@@ -45,7 +44,11 @@ export class BillingRepo extends Context.Service<BillingRepo, {
   readonly upsertSubscription: (row: BillingSubscriptionRow) => Effect.Effect<void>
   /** The workspace's newest subscription in a plan-holding state. */
   readonly activeSubscription: (orgId: OrgId) => Effect.Effect<Option.Option<BillingSubscriptionRow>>
-  /** Inserts the invoice, or updates the stored one of the same provider id (its id and creation kept). */
+  /**
+   * Inserts the invoice, or updates the stored one of the same provider id (its id and creation kept), with the status
+   * it had before. Inside a transaction (SQL) the row stays locked until it ends, so of two concurrent writers exactly
+   * one sees the status change.
+   */
   readonly upsertInvoice: (row: InvoiceRow) => Effect.Effect<UpsertedInvoice>
   /** A page of the workspace's invoices, newest first. */
   readonly invoices: (page: InvoicesPage) => Effect.Effect<ReadonlyArray<InvoiceRow>>
@@ -137,6 +140,32 @@ export class BillingRepo extends Context.Service<BillingRepo, {
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
       const holding = sql.in([...PLAN_HOLDING_STATUSES])
+      const insertInvoiceIfNew = SqlSchema.findOneOption({
+        Request: InvoiceRow,
+        Result: InvoiceRow,
+        execute: (row) =>
+          sql`
+            insert into billing_invoices ${sql.insert(row)}
+            on conflict (provider_invoice_id) do nothing returning *`
+      })
+      const lockInvoiceStatus = SqlSchema.findOne({
+        Request: Schema.String,
+        Result: Schema.Struct({ status: Schema.String }),
+        execute: (id) => sql`select status from billing_invoices where provider_invoice_id = ${id} for update`
+      })
+      const updateInvoice = SqlSchema.findOne({
+        Request: InvoiceRow,
+        Result: InvoiceRow,
+        execute: (row) =>
+          sql`
+            update billing_invoices set
+              number = ${row.number}, status = ${row.status}, amount_due_cents = ${row.amountDueCents},
+              amount_paid_cents = ${row.amountPaidCents}, currency = ${row.currency},
+              period_start = ${row.periodStart}, period_end = ${row.periodEnd}, hosted_url = ${row.hostedUrl},
+              provider_subscription_id = ${row.providerSubscriptionId}
+            where provider_invoice_id = ${row.providerInvoiceId}
+            returning *`
+      })
       return BillingRepo.of({
         plans: SqlSchema.findAll({
           Request: Schema.Void,
@@ -205,29 +234,17 @@ export class BillingRepo extends Context.Service<BillingRepo, {
           }),
           Effect.orDie
         ),
-        upsertInvoice: flow(
-          SqlSchema.findOne({
-            Request: InvoiceRow,
-            Result: UpsertedInvoiceRow,
-            execute: (row) =>
-              sql`
-                -- The snapshot's row, before the upsert (a FOR UPDATE here would skip the row this statement changes).
-                with previous as (
-                  select status from billing_invoices where provider_invoice_id = ${row.providerInvoiceId}
-                ), upserted as (
-                  insert into billing_invoices ${sql.insert(row)}
-                  on conflict (provider_invoice_id) do update set
-                    number = excluded.number, status = excluded.status, amount_due_cents = excluded.amount_due_cents,
-                    amount_paid_cents = excluded.amount_paid_cents, currency = excluded.currency,
-                    period_start = excluded.period_start, period_end = excluded.period_end,
-                    hosted_url = excluded.hosted_url, provider_subscription_id = excluded.provider_subscription_id
-                  returning *
-                )
-                select upserted.*, (select status from previous) as previous_status from upserted`
-          }),
-          Effect.map(({ previousStatus, ...invoice }) => ({ invoice, previousStatus })),
-          Effect.orDie
-        ),
+        // Two writers of one invoice at once (a webhook and a reconcile) must agree on who changed its status: the
+        // insert waits for a concurrent insert of the same id to commit; otherwise the stored row is locked (FOR UPDATE
+        // reads the latest committed status, after any concurrent writer commits) before it is updated.
+        upsertInvoice: (row) =>
+          Effect.gen(function*() {
+            const inserted = yield* insertInvoiceIfNew(row)
+            if (Option.isSome(inserted)) return { invoice: inserted.value, previousStatus: null }
+            const previous = yield* lockInvoiceStatus(row.providerInvoiceId)
+            const invoice = yield* updateInvoice(row)
+            return { invoice, previousStatus: previous.status }
+          }).pipe(Effect.orDie),
         invoices: flow(
           SqlSchema.findAll({
             Request: InvoicesPage,

@@ -1,8 +1,9 @@
 /** Billing handlers and the provider's webhook ingress: one service call each. */
 import { actorInWorkspace, ControlPlaneApi, CurrentWorkspace } from "@cp/domain"
 import { Effect } from "effect"
-import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { consumeIngress, ingressFamily } from "../platform/ingressRateLimit.ts"
+import { RateLimiter } from "../platform/rateLimit.ts"
 import { BillingService } from "./service.ts"
 import { BillingWebhooks } from "./webhooks.ts"
 
@@ -32,16 +33,26 @@ export const BillingHttp = HttpApiBuilder.group(ControlPlaneApi, "billing", (han
         Effect.flatMap(CurrentWorkspace, billing.reconcile))
   }))
 
+/**
+ * The provider webhook's limit per source address (Authentication §8): 300 deliveries a minute. Its source is the
+ * billing provider's egress alone (no browsers, no NAT of many users), whose deliveries follow the workspace's own
+ * billing changes; a burst beyond it is retried by the provider after `Retry-After`.
+ */
+export const billingWebhookFamily = ingressFamily("ingress_billing_webhook", 300)
+
 export const BillingWebhooksHttp = HttpApiBuilder.group(
   ControlPlaneApi,
   "billingWebhooks",
   (handlers) =>
     Effect.gen(function*() {
       const webhooks = yield* BillingWebhooks
+      const limiter = yield* RateLimiter
       return handlers.handle(
         "billprov",
-        ({ payload }) =>
-          Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => webhooks.receive(request.headers, payload))
+        ({ payload, request }) =>
+          consumeIngress(limiter, billingWebhookFamily, request).pipe(
+            Effect.andThen(webhooks.receive(request.headers, payload))
+          )
       )
     })
 )

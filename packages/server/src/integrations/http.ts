@@ -14,33 +14,20 @@ import {
   Unauthenticated
 } from "@cp/domain"
 import { Effect } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { RateLimiter, type RateLimitFamily } from "../platform/rateLimit.ts"
+import { consumeIngress, ingressFamily } from "../platform/ingressRateLimit.ts"
+import { RateLimiter } from "../platform/rateLimit.ts"
 import { IngressService } from "./ingress.ts"
 import { IntegrationsService } from "./service.ts"
 import { ScopeTemplatesService } from "./templates.ts"
 
 /**
- * Provider ingress limits, per source address and route (Authentication §8): 600 webhooks and 600 setup callbacks a
- * minute (one source may be a provider's whole egress, or a company's NAT). A provider retries on 429 after
- * `Retry-After`.
+ * Provider ingress limits per source address (Authentication §8): 600 webhooks and 600 setup callbacks a minute (one
+ * source may be a provider's whole egress, or a company's NAT).
  */
-export const webhookIngressFamily: RateLimitFamily = {
-  name: "ingress_webhook",
-  windowSeconds: 60,
-  identityLimit: 600,
-  orgLimit: 600
-}
-export const setupIngressFamily: RateLimitFamily = {
-  name: "ingress_setup",
-  windowSeconds: 60,
-  identityLimit: 600,
-  orgLimit: 600
-}
-
-const sourceOf = (request: HttpServerRequest.HttpServerRequest) =>
-  request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown"
+export const webhookIngressFamily = ingressFamily("ingress_webhook", 600)
+export const setupIngressFamily = ingressFamily("ingress_setup", 600)
 
 const wantsJson = (accept: string | undefined) => accept !== undefined && /application\/json/i.test(accept)
 
@@ -179,7 +166,7 @@ export const IngressHttp = HttpApiBuilder.group(ControlPlaneApi, "ingress", (han
     return handlers
       .handle("scmhostSetup", ({ query, request }) => {
         const json = wantsJson(request.headers["accept"])
-        const answer = limiter.consume(setupIngressFamily, sourceOf(request), undefined).pipe(
+        const answer = consumeIngress(limiter, setupIngressFamily, request).pipe(
           Effect.andThen(integrations.setup({ installationId: query.installation_id, state: query.state }))
         )
         return json
@@ -190,7 +177,7 @@ export const IngressHttp = HttpApiBuilder.group(ControlPlaneApi, "ingress", (han
           )
       })
       .handle("scmhostWebhook", ({ payload, request }) =>
-        limiter.consume(webhookIngressFamily, sourceOf(request), undefined).pipe(
+        consumeIngress(limiter, webhookIngressFamily, request).pipe(
           Effect.andThen(ingress.receive(request.headers, payload))
         ))
   }))

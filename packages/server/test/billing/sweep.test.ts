@@ -13,12 +13,12 @@ import type { ProviderSubscription } from "../../src/billing/providerApi.ts"
 import { BillingState } from "../../src/billing/state.ts"
 import { BILLING_SWEEP_INTERVAL, BillingSweep } from "../../src/billing/sweep.ts"
 import { Entitlements } from "../../src/platform/entitlements.ts"
-import { mint } from "../../src/platform/ids.ts"
 import { WorkspaceResolver } from "../../src/platform/workspaceResolver.ts"
 import { periodWindow } from "../../src/quotas/rules.ts"
 import { QuotasService } from "../../src/quotas/service.ts"
 import { UsageService } from "../../src/usage/service.ts"
 import { WorkspacesService } from "../../src/workspaces/service.ts"
+import { billedCustomer } from "../support/billing.ts"
 import { areaServicesLayer, userActor } from "../support/services.ts"
 
 const START = Date.UTC(2026, 2, 10, 12, 0)
@@ -35,18 +35,7 @@ const subscribed = (cancelAtPeriodEnd: boolean, actor: Actor = userActor()) =>
     const billing = yield* BillingRepo
     const now = new Date(START)
     const customerId = `cus_${orgId}`
-    yield* billing.insertCustomer({
-      id: mint.billingCustomer(START),
-      orgId,
-      displayName: "Billed",
-      email: "billed@example.com",
-      status: "active",
-      provider: "billprov",
-      providerCustomerId: customerId,
-      metadata: {},
-      createdAt: now,
-      updatedAt: now
-    })
+    yield* billing.insertCustomer(billedCustomer(orgId, now))
     const subscription: ProviderSubscription = {
       id: `sub_${orgId}`,
       customerId,
