@@ -5,7 +5,7 @@
  * document fills with its filters, and the project-scoped entity route's 501. Objects are seeded as the object store
  * writes them. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
  */
-import { CatalogEntity, CatalogHead, Ref } from "@cp/domain"
+import { CatalogEntity, CatalogHead, Ref, StateTrigger } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
@@ -206,6 +206,38 @@ for (const backend of sqlBackends) {
           ])
 
           failed(yield* as("GET", `/projects/${projectId}/catalog/entities`), 501, "not_implemented")
+        }))
+
+      it.effect("triggers: the project's scm.* events newest first with a cursor, nothing else", () =>
+        Effect.gen(function*() {
+          const { personal, projectId, state } = yield* setup
+          const sql = yield* SqlClient.SqlClient
+          const record = (type: string, at: number, project: string | null, data: Record<string, unknown>) =>
+            sql`
+              insert into events (id, org_id, type, occurred_at, actor_type, actor_id, subject_kind, subject_id,
+                project_id, data)
+              values (${randomUUID()}::uuid, ${personal.id}, ${type}, ${new Date(Date.UTC(2026, 10, 1, 0, 0, at))},
+                'system', 'system', 'repository', 'acme/app', ${project}, ${JSON.stringify(data)}::jsonb)`.pipe(
+              Effect.orDie
+            )
+          yield* record("scm.push", 1, projectId, { repoFullName: "acme/app", ref: "refs/heads/main", sha: "a1" })
+          yield* record("scm.pull_request.opened", 2, projectId, { repoFullName: "acme/app", ref: "refs/pull/7" })
+          yield* record("scm.push", 3, null, { repoFullName: "acme/other", ref: "refs/heads/main", sha: "b2" })
+          yield* record("project.created", 4, projectId, {})
+          yield* record("scm.push", 5, projectId, { repoFullName: "acme/app", ref: "refs/heads/dev", sha: "c3" })
+          const first = yield* state("GET", "/triggers?limit=2")
+          const page = pageOf(first, { triggers: Schema.Array(StateTrigger) })
+          assert.deepStrictEqual(page.data.triggers.map((t) => [t.eventType, t.ref, t.sha]), [
+            ["scm.push", "refs/heads/dev", "c3"],
+            ["scm.pull_request.opened", "refs/pull/7", null]
+          ])
+          assert.strictEqual(page.data.triggers[0]?.repoFullName, "acme/app")
+          const rest = pageOf(
+            yield* state("GET", `/triggers?limit=2&cursor=${nextCursor(first)}`),
+            { triggers: Schema.Array(StateTrigger) }
+          )
+          assert.deepStrictEqual(rest.data.triggers.map((t) => t.sha), ["a1"])
+          assert.strictEqual(rest.cursor, null)
         }))
     }
   )

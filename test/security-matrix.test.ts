@@ -770,6 +770,9 @@ const refFixtures: Readonly<Record<string, Fixture>> = {
   "refs.head": { request: publishedCatalog },
   "refs.history": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
   "catalog.entities": { request: none },
+  "triggers.list": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } }))
+  },
   // The spec's answer for this route is 501 for everyone allowed.
   "catalog.projectEntities": {
     request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })),

@@ -190,3 +190,36 @@ export class CatalogApi extends HttpApiGroup.make("catalog")
   .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({ title: "Catalog", description: "The workspace's catalog entities" }))
 {}
+
+/** One inbound source-control event attributed to the project (run-state.md §5). */
+export const StateTrigger = Schema.Struct({
+  id: Schema.String,
+  eventType: Schema.String,
+  occurredAt: Timestamp,
+  repoFullName: Schema.NullOr(Schema.String),
+  ref: Schema.NullOr(Schema.String),
+  sha: Schema.NullOr(Schema.String),
+  data: Schema.Record(Schema.String, JsonValue)
+})
+export type StateTrigger = typeof StateTrigger.Type
+
+export class TriggersApi extends HttpApiGroup.make("triggers")
+  .add(
+    HttpApiEndpoint.get("list", `${STATE}/triggers`, {
+      params: projectParams,
+      query: Schema.Struct(PageQuery),
+      success: Page({ triggers: Schema.Array(StateTrigger) }),
+      error: [NotFound, ValidationFailed]
+    }).annotateMerge(
+      doc(
+        "List a project's triggers",
+        "The `scm.*` events of the workspace log attributed to the project, newest first."
+      )
+    ).annotateMerge(requires.permission("state.run.read"))
+  )
+  .annotateMerge(Context.make(StatePlaneRoute, true))
+  .middleware(WorkspaceAuthorization)
+  .middleware(ContractVersionGate)
+  .middleware(WorkspaceAuthentication)
+  .annotateMerge(OpenApi.annotations({ title: "Triggers", description: "Inbound source-control activity" }))
+{}

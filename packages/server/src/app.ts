@@ -48,7 +48,7 @@ import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
-import { CatalogHttp, RefsHttp, TfStateHttp } from "./state/http.ts"
+import { CatalogHttp, RefsHttp, TfStateHttp, TriggersHttp } from "./state/http.ts"
 import { RefsService } from "./state/refs.ts"
 import { TfStateService } from "./state/tfstate.ts"
 import { SystemHttp } from "./system/http.ts"
@@ -150,7 +150,8 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     RunSecretsHttp,
     TfStateHttp,
     RefsHttp,
-    CatalogHttp
+    CatalogHttp,
+    TriggersHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

@@ -125,3 +125,11 @@ export const CatalogHttp = HttpApiBuilder.group(ControlPlaneApi, "catalog", (han
         Effect.flatMap(CurrentWorkspace, (workspace) =>
           refs.projectEntities(workspace.organization.id, params.projectId)))
   }))
+
+/** The project's inbound `scm.*` activity. */
+export const TriggersHttp = HttpApiBuilder.group(ControlPlaneApi, "triggers", (handlers) =>
+  Effect.gen(function*() {
+    const refs = yield* RefsService
+    return handlers.handle("list", ({ params, query }) =>
+      Effect.flatMap(projectOf(params), ({ at }) => refs.triggers(at, query)))
+  }))

@@ -21,13 +21,16 @@ import {
   type Ref,
   RefConflict,
   type RefInput,
+  type StateTrigger,
   type ValidationFailed,
   wireError
 } from "@cp/domain"
 import { Ref as RefSchema } from "@cp/domain/refs"
 import {
+  auditPosition,
   type CatalogEntityRow,
   type CatalogHeadRow,
+  EventLogRepo,
   headPosition,
   ObjectsRepo,
   ProjectsRepo,
@@ -104,6 +107,11 @@ export class RefsService extends Context.Service<RefsService, {
     orgId: OrgId,
     query: CatalogEntitiesQuery
   ) => Effect.Effect<ReadonlyArray<CatalogEntity>, NotFound>
+  /** The `scm.*` events of the workspace log attributed to the project, newest first. */
+  readonly triggers: (
+    at: ProjectAddress,
+    page: PageRequest
+  ) => Effect.Effect<Paged<{ readonly triggers: ReadonlyArray<StateTrigger> }>, NotFound | ValidationFailed>
   /** The project-scoped entity route: 404 for a project not in the workspace, else 501 as the spec says. */
   readonly projectEntities: (orgId: OrgId, projectId: ProjectId) => Effect.Effect<never, NotFound | NotImplemented>
 }>()("@cp/server/RefsService") {
@@ -116,6 +124,7 @@ export class RefsService extends Context.Service<RefsService, {
       const tx = yield* Transactor
       const events = yield* EventLog
       const cursors = yield* Cursors
+      const eventLog = yield* EventLogRepo
 
       /** Fails with 404 `object_missing` unless the project stores `digest`; marks it used at `now`. */
       const requireObject = (projectId: ProjectId, digest: Digest, now: Date) =>
@@ -282,6 +291,31 @@ export class RefsService extends Context.Service<RefsService, {
             headPosition
           )
           return { data: { heads: items.map(toHead) }, cursor }
+        }),
+        triggers: Effect.fn("Triggers.list")(function*(at, page) {
+          yield* findProject(projects, at.orgId, at.projectId)
+          const { cursor, items } = yield* keysetPage(
+            cursors,
+            { endpoint: "triggers.list", scope: `${at.orgId}/${at.projectId}`, filters: {} },
+            page,
+            (window) => eventLog.listProjectEvents({ ...at, typePrefix: "scm.", ...window }),
+            auditPosition
+          )
+          const text = (value: unknown) => typeof value === "string" ? value : null
+          return {
+            data: {
+              triggers: items.map((event): StateTrigger => ({
+                id: event.id,
+                eventType: event.type,
+                occurredAt: event.occurredAt,
+                repoFullName: text(event.data["repoFullName"]),
+                ref: text(event.data["ref"]),
+                sha: text(event.data["sha"]),
+                data: event.data
+              }))
+            },
+            cursor
+          }
         }),
         projectEntities: (orgId, projectId) =>
           Effect.andThen(
