@@ -13,11 +13,13 @@ import type {
   Forbidden,
   LeaseLost,
   NotFound,
+  ObjectMissing,
   PayloadTooLarge,
   PreconditionFailed,
   ProviderConnectionConflict,
   ProviderUnavailable,
   RateLimited,
+  RefConflict,
   RunTerminal,
   ValidationFailed
 } from "@cp/domain"
@@ -56,6 +58,8 @@ export type WireError =
   | Conflict
   | Forbidden
   | NotFound
+  | ObjectMissing
+  | RefConflict
   | PreconditionFailed
   | ProviderConnectionConflict
   | ProviderUnavailable

@@ -15,6 +15,7 @@ import { envs, projects } from "./commands/projects.ts"
 import { quotas } from "./commands/quotas.ts"
 import { jobs, link, logs, runner, runs } from "./commands/runs.ts"
 import { secrets } from "./commands/secrets.ts"
+import { catalog, refs, tfstate } from "./commands/state.ts"
 import { teams } from "./commands/teams.ts"
 import { usage } from "./commands/usage.ts"
 import { webhooks } from "./commands/webhooks.ts"
@@ -51,7 +52,10 @@ export const cpctl = Command.make("cpctl").pipe(
     runs,
     jobs,
     logs,
-    runner
+    runner,
+    refs,
+    catalog,
+    tfstate
   ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )
