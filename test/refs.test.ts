@@ -13,6 +13,7 @@ import { SqlClient } from "effect/sql"
 import { createHash, randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, nextCursor, ok, pageOf } from "./support/envelope.ts"
+import { seedObject } from "./support/seed.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
 
@@ -35,23 +36,8 @@ for (const backend of sqlBackends) {
           })
         const state = (method: string, path: string, body?: unknown) =>
           as(method, `/projects/${projectId}/state${path}`, body)
-        /** Stores `content` as the object store does (one blob of one chunk): its digest. */
-        const store = (content: string) =>
-          Effect.gen(function*() {
-            const sql = yield* SqlClient.SqlClient
-            const bytes = Buffer.from(content, "utf8")
-            const blobId = `blob-${randomUUID()}`
-            const now = new Date()
-            yield* sql`
-              insert into object_chunks (blob_id, seq, data, created_at) values (${blobId}, 0, ${bytes}, ${now})`
-            const digest = digestOf(bytes)
-            yield* sql`
-              insert into objects (project_id, digest, org_id, size, blobs, refers_to, created_at, last_accessed_at)
-              values (${projectId}, ${digest}, ${user.personal.id}, ${bytes.length},
-                ${JSON.stringify([{ id: blobId, size: bytes.length }])}::jsonb, '[]'::jsonb, ${now}, ${now})
-              on conflict do nothing`
-            return digest
-          }).pipe(Effect.orDie)
+        /** Stores `content` as the object store does: its digest. */
+        const store = (content: string) => seedObject(user.personal.id, projectId, content)
         return { ...user, baseUrl, projectId, as, state, store }
       })
 

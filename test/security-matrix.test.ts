@@ -48,11 +48,11 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { HttpApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { createHash, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import { monotonicFactory } from "ulid"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { ok, type Res, wire } from "./support/envelope.ts"
-import { seedMember } from "./support/seed.ts"
+import { seedMember, seedObject } from "./support/seed.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { freshEmail, signIn } from "./support/session.ts"
 
@@ -720,18 +720,8 @@ const newTfState = (ctx: Ctx) =>
 const newObject = (ctx: Ctx) =>
   Effect.gen(function*() {
     const { projectId } = yield* configScopeOf(ctx)
-    const sql = yield* SqlClient.SqlClient
-    const bytes = Buffer.from(randomUUID(), "utf8")
-    const blobId = `blob-${randomUUID()}`
-    const now = new Date()
-    yield* sql`insert into object_chunks (blob_id, seq, data, created_at) values (${blobId}, 0, ${bytes}, ${now})`
-    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
-    yield* sql`
-      insert into objects (project_id, digest, org_id, size, blobs, refers_to, created_at, last_accessed_at)
-      values (${projectId}, ${digest}, ${ctx.orgId}, ${bytes.length},
-        ${JSON.stringify([{ id: blobId, size: bytes.length }])}::jsonb, '[]'::jsonb, ${now}, ${now})`
-    return { projectId, digest }
-  }).pipe(Effect.orDie)
+    return { projectId, digest: yield* seedObject(ctx.orgId, projectId, randomUUID()) }
+  })
 
 /** A fresh ref of the matrix project, set by the creator: its path parameters. */
 const newRef = (ctx: Ctx) =>

@@ -7,11 +7,10 @@ import { CatalogEntity, CatalogHead, Environment, Ref, TfStateSummary } from "@c
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
-import { createHash, randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { cpctlAs, printedAs } from "./support/cli.ts"
 import { ok } from "./support/envelope.ts"
+import { seedObject } from "./support/seed.ts"
 import { call, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
 
@@ -23,21 +22,7 @@ layer(Layer.merge(testServerOver(databaseLayer("pglite")), NodeServices.layer), 
       const user = yield* signInWithPersonal(baseUrl, "statecli")
       const orgId = user.personal.id
       const projectId = yield* createProject(baseUrl, user.token, orgId)
-      const store = (content: string) =>
-        Effect.gen(function*() {
-          const sql = yield* SqlClient.SqlClient
-          const bytes = Buffer.from(content, "utf8")
-          const blobId = `blob-${randomUUID()}`
-          const now = new Date()
-          yield* sql`
-            insert into object_chunks (blob_id, seq, data, created_at) values (${blobId}, 0, ${bytes}, ${now})`
-          const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
-          yield* sql`
-            insert into objects (project_id, digest, org_id, size, blobs, refers_to, created_at, last_accessed_at)
-            values (${projectId}, ${digest}, ${orgId}, ${bytes.length},
-              ${JSON.stringify([{ id: blobId, size: bytes.length }])}::jsonb, '[]'::jsonb, ${now}, ${now})`
-          return digest
-        }).pipe(Effect.orDie)
+      const store = (content: string) => seedObject(orgId, projectId, content)
       const cli = (...args: ReadonlyArray<string>) => cpctlAs(baseUrl, user.token, ...args, "-w", orgId)
       return { ...user, baseUrl, orgId, projectId, store, cli }
     })

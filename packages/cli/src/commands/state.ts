@@ -220,6 +220,43 @@ const environmentArgument = Argument.String("environment").pipe(
   Argument.withDescription("The environment's slug")
 )
 
+/**
+ * A Terraform-wire request to a state's URL (plus `suffix`): its status and body. The typed client cannot read these
+ * answers (raw bytes, or an empty 404), so it is plain `fetch` with the same credentials.
+ */
+const rawState = (
+  connection: ControlPlaneClient["Service"]["connection"],
+  at: {
+    readonly workspace: string
+    readonly projectId: string
+    readonly component: string
+    readonly environment: string
+  },
+  suffix: string,
+  init: { readonly method: string; readonly body?: string }
+) =>
+  Effect.tryPromise({
+    try: async () => {
+      const url = `${connection.baseUrl}/v1/organizations/${encodeURIComponent(at.workspace)}/projects/` +
+        `${at.projectId}/state/tfstate/${encodeURIComponent(at.component)}/${encodeURIComponent(at.environment)}` +
+        suffix
+      const headers: Record<string, string> = Option.match(connection.token, {
+        onNone: () => ({}),
+        onSome: (token) => ({ authorization: `Bearer ${token}` })
+      })
+      const response = await fetch(url, { ...init, headers })
+      return { status: response.status, text: await response.text() }
+    },
+    catch: (error) => new CliFailure({ code: "request_failed", message: String(error) })
+  })
+
+/** The failure of a non-200 raw answer: the envelope's code when it has one. */
+const failureOf = (answer: { readonly status: number; readonly text: string }) =>
+  new CliFailure({
+    code: /"code"\s*:\s*"([a-z_]+)"/.exec(answer.text)?.[1] ?? `http_${answer.status}`,
+    message: answer.text
+  })
+
 const tfstateList = Command.make(
   "list",
   { workspace: workspaceFlag, project: projectArgument },
@@ -244,26 +281,13 @@ const tfstatePull = Command.make(
     const { connection } = yield* ControlPlaneClient
     const projectId = yield* resolveProject(workspace, project)
     const query = Option.match(version, { onNone: () => "", onSome: (n) => `?version=${n}` })
-    const url = `${connection.baseUrl}/v1/organizations/${encodeURIComponent(workspace)}/projects/${projectId}` +
-      `/state/tfstate/${encodeURIComponent(component)}/${encodeURIComponent(environment)}${query}`
-    const headers: Record<string, string> = Option.match(connection.token, {
-      onNone: () => ({}),
-      onSome: (token) => ({ authorization: `Bearer ${token}` })
-    })
-    const answer = yield* Effect.tryPromise({
-      try: async () => {
-        const response = await fetch(url, { headers })
-        return { status: response.status, text: await response.text() }
-      },
-      catch: (error) => new CliFailure({ code: "request_failed", message: String(error) })
+    const answer = yield* rawState(connection, { workspace, projectId, component, environment }, query, {
+      method: "GET"
     })
     if (answer.status === 404 && answer.text === "") {
       return yield* new CliFailure({ code: "not_found", message: `No state stored for ${component}/${environment}` })
     }
-    if (answer.status !== 200) {
-      const code = /"code"\s*:\s*"([a-z_]+)"/.exec(answer.text)?.[1] ?? `http_${answer.status}`
-      return yield* new CliFailure({ code, message: answer.text })
-    }
+    if (answer.status !== 200) return yield* failureOf(answer)
     yield* Console.log(answer.text)
   })
 ).pipe(Command.withDescription("Print a stored infrastructure state (as `terraform state pull` reads it)"), withClient)
@@ -281,23 +305,11 @@ const tfstateUnlock = Command.make(
     const { connection } = yield* ControlPlaneClient
     const projectId = yield* resolveProject(workspace, project)
     yield* confirm(yes, `Force-unlock the state ${component}/${environment}?`)
-    const url = `${connection.baseUrl}/v1/organizations/${encodeURIComponent(workspace)}/projects/${projectId}` +
-      `/state/tfstate/${encodeURIComponent(component)}/${encodeURIComponent(environment)}:unlock`
-    const headers: Record<string, string> = Option.match(connection.token, {
-      onNone: () => ({}),
-      onSome: (token) => ({ authorization: `Bearer ${token}` })
+    const answer = yield* rawState(connection, { workspace, projectId, component, environment }, ":unlock", {
+      method: "POST",
+      body: ""
     })
-    const answer = yield* Effect.tryPromise({
-      try: async () => {
-        const response = await fetch(url, { method: "POST", headers, body: "" })
-        return { status: response.status, text: await response.text() }
-      },
-      catch: (error) => new CliFailure({ code: "request_failed", message: String(error) })
-    })
-    if (answer.status !== 200) {
-      const code = /"code"\s*:\s*"([a-z_]+)"/.exec(answer.text)?.[1] ?? `http_${answer.status}`
-      return yield* new CliFailure({ code, message: answer.text })
-    }
+    if (answer.status !== 200) return yield* failureOf(answer)
     yield* printResult({ unlocked: true }, () => `Unlocked ${component}/${environment}`)
   })
 ).pipe(Command.withDescription("Force-unlock an infrastructure state (asks unless --yes)"), withClient)

@@ -39,7 +39,7 @@ import {
   Transactor
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { apiJson, eventActorOf, EventLog } from "../platform/events.ts"
+import { actorRefOf, apiJson, eventActorOf, EventLog } from "../platform/events.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { currentDate } from "../platform/serviceKit.ts"
 import { findProject } from "../projects/scope.ts"
@@ -69,11 +69,6 @@ const toHead = (row: CatalogHeadRow): CatalogHead => ({
   publishedAt: row.publishedAt,
   publishedBy: row.publishedBy
 })
-
-const byOf = (actor: Actor) => {
-  const { actorId, actorType } = eventActorOf(actor)
-  return { id: actorId, kind: actorType }
-}
 
 const refNotFound = (name: string) => wireError(NotFound, "Ref not found", { name })
 const objectMissing = (digest: string) => wireError(ObjectMissing, "The object is not stored", { digest })
@@ -196,7 +191,7 @@ export class RefsService extends Context.Service<RefsService, {
                 digest: input.digest,
                 version: 0,
                 updatedAt: now,
-                updatedBy: byOf(actor)
+                updatedBy: actorRefOf(actor)
               },
               expectedVersion: input.expectedVersion
             })
@@ -244,7 +239,7 @@ export class RefsService extends Context.Service<RefsService, {
               digest: input.digest,
               version: 0,
               publishedAt: now,
-              publishedBy: byOf(actor)
+              publishedBy: actorRefOf(actor)
             }, input.expectedDigest)
             if (Option.isNone(published)) {
               const current = yield* refs.head(at.projectId)
