@@ -58,7 +58,7 @@ const ErrorEnvelope = Schema.Struct({
 })
 const isErrorEnvelope = Schema.is(ErrorEnvelope)
 
-/** What is wrong with an answer, or undefined: a 5xx (but the spec's 501), or an error without its envelope and code. */
+/** What is wrong with an answer, or undefined: a 5xx (but the spec's 501), or an error without envelope and code. */
 const problemOf = (res: { readonly status: number; readonly json: unknown; readonly text: string }) => {
   if (res.status >= 500 && res.status !== 501) return `status ${res.status}`
   if (res.status < 400) return undefined
