@@ -5,7 +5,7 @@
  * document fills with its filters, and the project-scoped entity route's 501. Objects are seeded as the object store
  * writes them. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
  */
-import { CatalogEntity, CatalogHead, Ref, StateTrigger } from "@cp/domain"
+import { CatalogEntity, CatalogHead, Ref, RepoFacet, StateTrigger } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
@@ -192,6 +192,28 @@ for (const backend of sqlBackends) {
           ])
 
           failed(yield* as("GET", `/projects/${projectId}/catalog/entities`), 501, "not_implemented")
+        }))
+
+      it.effect("repo facets: the linked project's repository, last run, catalog head and entity count", () =>
+        Effect.gen(function*() {
+          const { as, projectId, state, store } = yield* setup
+          const project = ok(yield* as("GET", `/projects/${projectId}`), {
+            project: Schema.Struct({ slug: Schema.String })
+          }).project
+          ok(
+            yield* as("POST", "/cli/links", { remoteUrl: "https://github.com/Acme/App.git", projectSlug: project.slug })
+          )
+          const doc = yield* store(JSON.stringify({ entities: [{ kind: "service", name: "api" }] }))
+          ok(yield* state("PUT", "/catalog/head", { digest: doc }))
+          const runId = "01JD0000000000000000000001"
+          ok(yield* state("POST", "/runs", { runId, jobs: [{ jobId: "build" }] }))
+          const facets = ok(yield* as("GET", "/repo-facets"), { repoFacets: Schema.Array(RepoFacet) }).repoFacets
+          assert.deepStrictEqual(facets.map((f) => [f.projectId, f.repoFullName, f.lastRunStatus, f.catalogHead]), [
+            [projectId, "Acme/App", "queued", doc]
+          ])
+          const one = ok(yield* as("GET", `/repo-facets/${projectId}`), { repoFacet: RepoFacet }).repoFacet
+          assert.deepStrictEqual([one.projectSlug, one.entityCount, one.defaultBranch], [project.slug, 1, null])
+          failed(yield* as("GET", "/repo-facets/prj_01ARZ3NDEKTSV4RRFFQ69G5FAV"), 404, "not_found")
         }))
 
       it.effect("triggers: the project's scm.* events newest first with a cursor, nothing else", () =>

@@ -223,3 +223,36 @@ export class TriggersApi extends HttpApiGroup.make("triggers")
   .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({ title: "Triggers", description: "Inbound source-control activity" }))
 {}
+
+/** A project's repository at a glance (run-state.md §5): its link, last run and catalog. */
+export const RepoFacet = Schema.Struct({
+  projectId: ProjectId,
+  projectSlug: Schema.String,
+  repoFullName: Schema.NullOr(Schema.String),
+  defaultBranch: Schema.NullOr(Schema.String),
+  lastRunAt: Schema.NullOr(Timestamp),
+  lastRunStatus: Schema.NullOr(Schema.String),
+  catalogHead: Schema.NullOr(Digest),
+  entityCount: Schema.Int
+})
+export type RepoFacet = typeof RepoFacet.Type
+
+export class RepoFacetsApi extends HttpApiGroup.make("repoFacets")
+  .add(
+    HttpApiEndpoint.get("list", "/v1/organizations/:orgId/repo-facets", {
+      params: { orgId: OrgRef },
+      success: Envelope({ repoFacets: Schema.Array(RepoFacet) }),
+      error: NotFound
+    }).annotateMerge(
+      doc("List the workspace's repo facets", "One per project with an active command-line link, by project slug.")
+    ).annotateMerge(requires.permission("state.run.read")),
+    HttpApiEndpoint.get("get", "/v1/organizations/:orgId/repo-facets/:projectId", {
+      params: projectParams,
+      success: Envelope({ repoFacet: RepoFacet }),
+      error: NotFound
+    }).annotateMerge(doc("Get a project's repo facet")).annotateMerge(requires.permission("state.run.read"))
+  )
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
+  .annotateMerge(OpenApi.annotations({ title: "Repo facets", description: "Each project's repository at a glance" }))
+{}

@@ -48,7 +48,7 @@ import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
-import { CatalogHttp, RefsHttp, TfStateHttp, TriggersHttp } from "./state/http.ts"
+import { CatalogHttp, RefsHttp, RepoFacetsHttp, TfStateHttp, TriggersHttp } from "./state/http.ts"
 import { RefsService } from "./state/refs.ts"
 import { TfStateService } from "./state/tfstate.ts"
 import { SystemHttp } from "./system/http.ts"
@@ -151,7 +151,8 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     TfStateHttp,
     RefsHttp,
     CatalogHttp,
-    TriggersHttp
+    TriggersHttp,
+    RepoFacetsHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

@@ -21,6 +21,7 @@ import {
   type Ref,
   RefConflict,
   type RefInput,
+  type RepoFacet,
   type StateTrigger,
   type ValidationFailed,
   wireError
@@ -30,12 +31,14 @@ import {
   auditPosition,
   type CatalogEntityRow,
   type CatalogHeadRow,
+  CliLinksRepo,
   EventLogRepo,
   headPosition,
   ObjectsRepo,
   ProjectsRepo,
   type RefRow,
   RefsRepo,
+  RunsRepo,
   Transactor
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -107,6 +110,8 @@ export class RefsService extends Context.Service<RefsService, {
     at: ProjectAddress,
     page: PageRequest
   ) => Effect.Effect<Paged<{ readonly triggers: ReadonlyArray<StateTrigger> }>, NotFound | ValidationFailed>
+  /** Repo facets: every project with an active link (or the one named), by project slug. */
+  readonly repoFacets: (orgId: OrgId, projectId?: ProjectId) => Effect.Effect<ReadonlyArray<RepoFacet>, NotFound>
   /** The project-scoped entity route: 404 for a project not in the workspace, else 501 as the spec says. */
   readonly projectEntities: (orgId: OrgId, projectId: ProjectId) => Effect.Effect<never, NotFound | NotImplemented>
 }>()("@cp/server/RefsService") {
@@ -120,6 +125,8 @@ export class RefsService extends Context.Service<RefsService, {
       const events = yield* EventLog
       const cursors = yield* Cursors
       const eventLog = yield* EventLogRepo
+      const cliLinks = yield* CliLinksRepo
+      const runs = yield* RunsRepo
 
       /** Fails with 404 `object_missing` unless the project stores `digest`; marks it used at `now`. */
       const requireObject = (projectId: ProjectId, digest: Digest, now: Date) =>
@@ -311,6 +318,31 @@ export class RefsService extends Context.Service<RefsService, {
             },
             cursor
           }
+        }),
+        repoFacets: Effect.fn("RepoFacets.list")(function*(orgId, only) {
+          if (only !== undefined) yield* findProject(projects, orgId, only)
+          const links = yield* cliLinks.listActive({ orgId, ...(only === undefined ? {} : { projectId: only }) })
+          const projectIds = only === undefined ? [...new Set(links.map((link) => link.projectId))] : [only]
+          const facets = yield* Effect.forEach(projectIds, (projectId) =>
+            Effect.gen(function*() {
+              const project = yield* findProject(projects, orgId, projectId)
+              const link = links.find((candidate) => candidate.projectId === projectId)
+              const [lastRun] = yield* runs.list({ orgId, projectId, limit: 1 })
+              const head = yield* refs.head(projectId)
+              const entities = yield* refs.entities({ orgId, projectId })
+              const facet: RepoFacet = {
+                projectId,
+                projectSlug: project.slug,
+                repoFullName: link === undefined ? null : new URL(link.remoteUrl).pathname.slice(1),
+                defaultBranch: null,
+                lastRunAt: lastRun?.createdAt ?? null,
+                lastRunStatus: lastRun?.status ?? null,
+                catalogHead: Option.match(head, { onNone: () => null, onSome: (row) => row.digest }),
+                entityCount: entities.length
+              }
+              return facet
+            }))
+          return facets.sort((a, b) => (a.projectSlug < b.projectSlug ? -1 : 1))
         }),
         projectEntities: (orgId, projectId) =>
           Effect.andThen(
