@@ -38,12 +38,14 @@ const CODES: Readonly<Record<number, ReadonlyArray<string>>> = {
   403: ["forbidden"],
   404: ["not_found", "object_missing"],
   405: ["unsupported"],
-  409: ["conflict", "provider_connection_conflict"],
+  409: ["conflict", "provider_connection_conflict", "ref_conflict"],
   412: ["precondition_failed"],
   413: ["payload_too_large"],
   415: ["unsupported"],
   422: ["validation_failed"],
-  429: ["rate_limited"]
+  429: ["rate_limited"],
+  // The spec's answer for the project-scoped catalog entity route.
+  501: ["not_implemented"]
 }
 
 const ErrorEnvelope = Schema.Struct({
@@ -56,9 +58,9 @@ const ErrorEnvelope = Schema.Struct({
 })
 const isErrorEnvelope = Schema.is(ErrorEnvelope)
 
-/** What is wrong with an answer, or undefined: a 5xx, or a 4xx without the envelope and its status's code. */
+/** What is wrong with an answer, or undefined: a 5xx (but the spec's 501), or an error without envelope and code. */
 const problemOf = (res: { readonly status: number; readonly json: unknown; readonly text: string }) => {
-  if (res.status >= 500) return `status ${res.status}`
+  if (res.status >= 500 && res.status !== 501) return `status ${res.status}`
   if (res.status < 400) return undefined
   if (!isErrorEnvelope(res.json)) return `status ${res.status} without the error envelope`
   const { code, details } = res.json.error

@@ -5,7 +5,7 @@
  * document fills with its filters, and the project-scoped entity route's 501. Objects are seeded as the object store
  * writes them. On PGlite, and PostgreSQL when `DATABASE_URL` is set.
  */
-import { CatalogEntity, CatalogHead, Ref } from "@cp/domain"
+import { CatalogEntity, CatalogHead, Ref, RepoFacet, StateTrigger } from "@cp/domain"
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
@@ -13,6 +13,7 @@ import { SqlClient } from "effect/sql"
 import { createHash, randomUUID } from "node:crypto"
 import { databaseLayer } from "../packages/persistence/test/harness.ts"
 import { failed, nextCursor, ok, pageOf } from "./support/envelope.ts"
+import { seedObject } from "./support/seed.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { createProject, signInWithPersonal } from "./support/session.ts"
 
@@ -35,23 +36,8 @@ for (const backend of sqlBackends) {
           })
         const state = (method: string, path: string, body?: unknown) =>
           as(method, `/projects/${projectId}/state${path}`, body)
-        /** Stores `content` as the object store does (one blob of one chunk): its digest. */
-        const store = (content: string) =>
-          Effect.gen(function*() {
-            const sql = yield* SqlClient.SqlClient
-            const bytes = Buffer.from(content, "utf8")
-            const blobId = `blob-${randomUUID()}`
-            const now = new Date()
-            yield* sql`
-              insert into object_chunks (blob_id, seq, data, created_at) values (${blobId}, 0, ${bytes}, ${now})`
-            const digest = digestOf(bytes)
-            yield* sql`
-              insert into objects (project_id, digest, org_id, size, blobs, refers_to, created_at, last_accessed_at)
-              values (${projectId}, ${digest}, ${user.personal.id}, ${bytes.length},
-                ${JSON.stringify([{ id: blobId, size: bytes.length }])}::jsonb, '[]'::jsonb, ${now}, ${now})
-              on conflict do nothing`
-            return digest
-          }).pipe(Effect.orDie)
+        /** Stores `content` as the object store does: its digest. */
+        const store = (content: string) => seedObject(user.personal.id, projectId, content)
         return { ...user, baseUrl, projectId, as, state, store }
       })
 
@@ -206,6 +192,60 @@ for (const backend of sqlBackends) {
           ])
 
           failed(yield* as("GET", `/projects/${projectId}/catalog/entities`), 501, "not_implemented")
+        }))
+
+      it.effect("repo facets: the linked project's repository, last run, catalog head and entity count", () =>
+        Effect.gen(function*() {
+          const { as, projectId, state, store } = yield* setup
+          const project = ok(yield* as("GET", `/projects/${projectId}`), {
+            project: Schema.Struct({ slug: Schema.String })
+          }).project
+          ok(
+            yield* as("POST", "/cli/links", { remoteUrl: "https://github.com/Acme/App.git", projectSlug: project.slug })
+          )
+          const doc = yield* store(JSON.stringify({ entities: [{ kind: "service", name: "api" }] }))
+          ok(yield* state("PUT", "/catalog/head", { digest: doc }))
+          const runId = "01JD0000000000000000000001"
+          ok(yield* state("POST", "/runs", { runId, jobs: [{ jobId: "build" }] }))
+          const facets = ok(yield* as("GET", "/repo-facets"), { repoFacets: Schema.Array(RepoFacet) }).repoFacets
+          assert.deepStrictEqual(facets.map((f) => [f.projectId, f.repoFullName, f.lastRunStatus, f.catalogHead]), [
+            [projectId, "Acme/App", "queued", doc]
+          ])
+          const one = ok(yield* as("GET", `/repo-facets/${projectId}`), { repoFacet: RepoFacet }).repoFacet
+          assert.deepStrictEqual([one.projectSlug, one.entityCount, one.defaultBranch], [project.slug, 1, null])
+          failed(yield* as("GET", "/repo-facets/prj_01ARZ3NDEKTSV4RRFFQ69G5FAV"), 404, "not_found")
+        }))
+
+      it.effect("triggers: the project's scm.* events newest first with a cursor, nothing else", () =>
+        Effect.gen(function*() {
+          const { personal, projectId, state } = yield* setup
+          const sql = yield* SqlClient.SqlClient
+          const record = (type: string, at: number, project: string | null, data: Record<string, unknown>) =>
+            sql`
+              insert into events (id, org_id, type, occurred_at, actor_type, actor_id, subject_kind, subject_id,
+                project_id, data)
+              values (${randomUUID()}::uuid, ${personal.id}, ${type}, ${new Date(Date.UTC(2026, 10, 1, 0, 0, at))},
+                'system', 'system', 'repository', 'acme/app', ${project}, ${JSON.stringify(data)}::jsonb)`.pipe(
+              Effect.orDie
+            )
+          yield* record("scm.push", 1, projectId, { repoFullName: "acme/app", ref: "refs/heads/main", sha: "a1" })
+          yield* record("scm.pull_request.opened", 2, projectId, { repoFullName: "acme/app", ref: "refs/pull/7" })
+          yield* record("scm.push", 3, null, { repoFullName: "acme/other", ref: "refs/heads/main", sha: "b2" })
+          yield* record("project.created", 4, projectId, {})
+          yield* record("scm.push", 5, projectId, { repoFullName: "acme/app", ref: "refs/heads/dev", sha: "c3" })
+          const first = yield* state("GET", "/triggers?limit=2")
+          const page = pageOf(first, { triggers: Schema.Array(StateTrigger) })
+          assert.deepStrictEqual(page.data.triggers.map((t) => [t.eventType, t.ref, t.sha]), [
+            ["scm.push", "refs/heads/dev", "c3"],
+            ["scm.pull_request.opened", "refs/pull/7", null]
+          ])
+          assert.strictEqual(page.data.triggers[0]?.repoFullName, "acme/app")
+          const rest = pageOf(
+            yield* state("GET", `/triggers?limit=2&cursor=${nextCursor(first)}`),
+            { triggers: Schema.Array(StateTrigger) }
+          )
+          assert.deepStrictEqual(rest.data.triggers.map((t) => t.sha), ["a1"])
+          assert.strictEqual(rest.cursor, null)
         }))
     }
   )

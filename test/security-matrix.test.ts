@@ -1050,6 +1050,13 @@ const refFixtures: Readonly<Record<string, Fixture>> = {
   "refs.head": { request: publishedCatalog },
   "refs.history": { request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })) },
   "catalog.entities": { request: none },
+  "repoFacets.list": { request: none },
+  "repoFacets.get": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } }))
+  },
+  "triggers.list": {
+    request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } }))
+  },
   // The spec's answer for this route is 501 for everyone allowed.
   "catalog.projectEntities": {
     request: (ctx) => Effect.map(configScopeOf(ctx), ({ projectId }) => ({ params: { projectId } })),

@@ -6,7 +6,7 @@
 import { newId } from "@cp/server/platform/ids"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { randomUUID } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 
 /**
  * An active membership of `orgId` for the user (or, with `subjectType`, a service principal), with `role` at workspace
@@ -56,4 +56,24 @@ export const seedBinding = (
         createdAt: new Date()
       })
     }`
+  }).pipe(Effect.orDie)
+
+/**
+ * An object of the project stored as the object store writes one (one blob of one chunk), straight into the database:
+ * its digest. For suites of routes that name stored objects (refs, catalog heads).
+ */
+export const seedObject = (orgId: string, projectId: string, content: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const bytes = Buffer.from(content, "utf8")
+    const blobId = `blob-${randomUUID()}`
+    const now = new Date()
+    yield* sql`insert into object_chunks (blob_id, seq, data, created_at) values (${blobId}, 0, ${bytes}, ${now})`
+    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
+    yield* sql`
+      insert into objects (project_id, digest, org_id, size, blobs, refers_to, created_at, last_accessed_at)
+      values (${projectId}, ${digest}, ${orgId}, ${bytes.length},
+        ${JSON.stringify([{ id: blobId, size: bytes.length }])}::jsonb, '[]'::jsonb, ${now}, ${now})
+      on conflict do nothing`
+    return digest
   }).pipe(Effect.orDie)

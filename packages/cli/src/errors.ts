@@ -19,6 +19,7 @@ import type {
   ProviderConnectionConflict,
   ProviderUnavailable,
   RateLimited,
+  RefConflict,
   RunTerminal,
   ValidationFailed
 } from "@cp/domain"
@@ -58,6 +59,8 @@ export type WireError =
   | Conflict
   | Forbidden
   | NotFound
+  | ObjectMissing
+  | RefConflict
   | PreconditionFailed
   | ProviderConnectionConflict
   | ProviderUnavailable

@@ -18,6 +18,7 @@ import { envs, projects } from "./commands/projects.ts"
 import { quotas } from "./commands/quotas.ts"
 import { jobs, link, logs, runner, runs } from "./commands/runs.ts"
 import { secrets } from "./commands/secrets.ts"
+import { catalog, refs, tfstate } from "./commands/state.ts"
 import { teams } from "./commands/teams.ts"
 import { usage } from "./commands/usage.ts"
 import { webhooks } from "./commands/webhooks.ts"
@@ -59,7 +60,10 @@ export const cpctl = Command.make("cpctl").pipe(
     logs,
     runner,
     objects,
-    gc
+    gc,
+    refs,
+    catalog,
+    tfstate
   ]),
   Command.withGlobalFlags([BaseUrlFlag, TokenFlag, JsonOutput])
 )

@@ -17,7 +17,7 @@ import { OidcApi } from "./oidc.ts"
 import { ProjectsApi } from "./projects.ts"
 import { QuotasApi } from "./quotas.ts"
 import { finishReference, introduction } from "./reference.ts"
-import { CatalogApi, RefsApi } from "./refs.ts"
+import { CatalogApi, RefsApi, RepoFacetsApi, TriggersApi } from "./refs.ts"
 import { RunsApi } from "./runs.ts"
 import { RunSecretsApi } from "./runSecrets.ts"
 import { EnvironmentSecretsApi, ProjectSecretsApi, SecretsApi } from "./secrets.ts"
@@ -66,6 +66,8 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(TfStateApi)
   .add(RefsApi)
   .add(CatalogApi)
+  .add(TriggersApi)
+  .add(RepoFacetsApi)
   .middleware(RequestValidation)
   // Report every failing field of a body or query at once, not just the first.
   .annotateMerge(

@@ -190,3 +190,69 @@ export class CatalogApi extends HttpApiGroup.make("catalog")
   .middleware(WorkspaceAuthentication)
   .annotateMerge(OpenApi.annotations({ title: "Catalog", description: "The workspace's catalog entities" }))
 {}
+
+/** One inbound source-control event attributed to the project (run-state.md §5). */
+export const StateTrigger = Schema.Struct({
+  id: Schema.String,
+  eventType: Schema.String,
+  occurredAt: Timestamp,
+  repoFullName: Schema.NullOr(Schema.String),
+  ref: Schema.NullOr(Schema.String),
+  sha: Schema.NullOr(Schema.String),
+  data: Schema.Record(Schema.String, JsonValue)
+})
+export type StateTrigger = typeof StateTrigger.Type
+
+export class TriggersApi extends HttpApiGroup.make("triggers")
+  .add(
+    HttpApiEndpoint.get("list", `${STATE}/triggers`, {
+      params: projectParams,
+      query: Schema.Struct(PageQuery),
+      success: Page({ triggers: Schema.Array(StateTrigger) }),
+      error: [NotFound, ValidationFailed]
+    }).annotateMerge(
+      doc(
+        "List a project's triggers",
+        "The `scm.*` events of the workspace log attributed to the project, newest first."
+      )
+    ).annotateMerge(requires.permission("state.run.read"))
+  )
+  .annotateMerge(Context.make(StatePlaneRoute, true))
+  .middleware(WorkspaceAuthorization)
+  .middleware(ContractVersionGate)
+  .middleware(WorkspaceAuthentication)
+  .annotateMerge(OpenApi.annotations({ title: "Triggers", description: "Inbound source-control activity" }))
+{}
+
+/** A project's repository at a glance (run-state.md §5): its link, last run and catalog. */
+export const RepoFacet = Schema.Struct({
+  projectId: ProjectId,
+  projectSlug: Schema.String,
+  repoFullName: Schema.NullOr(Schema.String),
+  defaultBranch: Schema.NullOr(Schema.String),
+  lastRunAt: Schema.NullOr(Timestamp),
+  lastRunStatus: Schema.NullOr(Schema.String),
+  catalogHead: Schema.NullOr(Digest),
+  entityCount: Schema.Int
+})
+export type RepoFacet = typeof RepoFacet.Type
+
+export class RepoFacetsApi extends HttpApiGroup.make("repoFacets")
+  .add(
+    HttpApiEndpoint.get("list", "/v1/organizations/:orgId/repo-facets", {
+      params: { orgId: OrgRef },
+      success: Envelope({ repoFacets: Schema.Array(RepoFacet) }),
+      error: NotFound
+    }).annotateMerge(
+      doc("List the workspace's repo facets", "One per project with an active command-line link, by project slug.")
+    ).annotateMerge(requires.permission("state.run.read")),
+    HttpApiEndpoint.get("get", "/v1/organizations/:orgId/repo-facets/:projectId", {
+      params: projectParams,
+      success: Envelope({ repoFacet: RepoFacet }),
+      error: NotFound
+    }).annotateMerge(doc("Get a project's repo facet")).annotateMerge(requires.permission("state.run.read"))
+  )
+  .middleware(WorkspaceAuthorization)
+  .middleware(WorkspaceAuthentication)
+  .annotateMerge(OpenApi.annotations({ title: "Repo facets", description: "Each project's repository at a glance" }))
+{}

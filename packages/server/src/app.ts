@@ -67,7 +67,7 @@ import { RunsService } from "./runs/service.ts"
 import { LeaseSweep } from "./runs/sweep.ts"
 import { EnvironmentSecretsHttp, ProjectSecretsHttp, SecretsHttp } from "./secrets/http.ts"
 import { SecretsService } from "./secrets/service.ts"
-import { CatalogHttp, RefsHttp, TfStateHttp } from "./state/http.ts"
+import { CatalogHttp, RefsHttp, RepoFacetsHttp, TfStateHttp, TriggersHttp } from "./state/http.ts"
 import { RefsService } from "./state/refs.ts"
 import { TfStateService } from "./state/tfstate.ts"
 import { SystemHttp } from "./system/http.ts"
@@ -193,7 +193,9 @@ const ApiRoutes = HttpApiBuilder.layer(ControlPlaneApi, { openapiPath: "/openapi
     StateReadModelsHttp,
     TfStateHttp,
     RefsHttp,
-    CatalogHttp
+    CatalogHttp,
+    TriggersHttp,
+    RepoFacetsHttp
   ]),
   Layer.provide([ApiMiddlewareLive, ContractVersionGateLive])
 )

@@ -4,7 +4,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, flow, Layer, Order, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { UniqueViolation, uniqueViolationOrDie } from "../errors.ts"
-import { keysetQuery, newestFirst, pageFields, type PagePosition } from "../keyset.ts"
+import { keysetQuery, newestFirst, pageFields, type PagePosition, windowOf } from "../keyset.ts"
 import { atomically } from "../Memory.ts"
 import { JsonObject } from "./JsonObject.ts"
 
@@ -79,6 +79,15 @@ export const AuditQuery = Schema.Struct({
 })
 export type AuditQuery = typeof AuditQuery.Type
 
+/** A page of one project's events of one type family. */
+export const ProjectEventsQuery = Schema.Struct({
+  orgId: OrgId,
+  projectId: ProjectId,
+  typePrefix: Schema.String,
+  ...pageFields
+})
+export type ProjectEventsQuery = typeof ProjectEventsQuery.Type
+
 /** An event and its audit entry, appended together. */
 export interface EventAppend {
   readonly event: EventRecord
@@ -95,6 +104,8 @@ export class EventLogRepo extends Context.Service<EventLogRepo, {
   readonly listEvents: (query: { readonly orgId: OrgId }) => Effect.Effect<ReadonlyArray<EventRecord>>
   /** One page of an org's audit entries, newest first. */
   readonly listAudit: (query: AuditQuery) => Effect.Effect<ReadonlyArray<AuditEntryRecord>>
+  /** One page of a project's events whose type starts with `typePrefix`, newest first (the `scm.*` triggers feed). */
+  readonly listProjectEvents: (query: ProjectEventsQuery) => Effect.Effect<ReadonlyArray<EventRecord>>
 }>()("@cp/persistence/platform/EventLogRepo") {
   /** In-process log. */
   static readonly memory = Layer.sync(EventLogRepo, () => {
@@ -127,7 +138,17 @@ export class EventLogRepo extends Context.Service<EventLogRepo, {
       listEvents: ({ orgId }) =>
         Effect.sync(() => [...events.values()].filter((event) => event.orgId === orgId).sort(occurredNewestFirst)),
       listAudit: (query) =>
-        Effect.sync(() => [...audit.values()].filter(matches(query)).sort(occurredNewestFirst).slice(0, query.limit))
+        Effect.sync(() => [...audit.values()].filter(matches(query)).sort(occurredNewestFirst).slice(0, query.limit)),
+      listProjectEvents: ({ orgId, projectId, typePrefix, ...window }) =>
+        Effect.sync(() =>
+          windowOf(
+            [...events.values()].filter((event) =>
+              event.orgId === orgId && event.projectId === projectId && event.type.startsWith(typePrefix)
+            ),
+            auditPosition,
+            window
+          )
+        )
     })
   })
 
@@ -204,6 +225,21 @@ export class EventLogRepo extends Context.Service<EventLogRepo, {
                   ...(q.to === undefined ? [] : [sql`occurred_at <= ${q.to}`])
                 ],
                 { limit, after },
+                { at: "occurred_at" }
+              )
+          }),
+          Effect.orDie
+        ),
+        listProjectEvents: flow(
+          SqlSchema.findAll({
+            Request: ProjectEventsQuery,
+            Result: EventRecord,
+            execute: ({ orgId, projectId, typePrefix, ...window }) =>
+              keysetQuery(
+                sql,
+                sql`select * from events`,
+                [sql`org_id = ${orgId}`, sql`project_id = ${projectId}`, sql`starts_with(type, ${typePrefix})`],
+                window,
                 { at: "occurred_at" }
               )
           }),

@@ -38,6 +38,12 @@ export const eventActorOf = (actor: Actor): EventActor => {
   }
 }
 
+/** Who did something, as resources record it (`createdBy`, `updatedBy`, `publishedBy`): `{ id, kind }`. */
+export const actorRefOf = (actor: Actor): { readonly id: string; readonly kind: EventActor["actorType"] } => {
+  const { actorId, actorType } = eventActorOf(actor)
+  return { id: actorId, kind: actorType }
+}
+
 export interface NewEvent {
   readonly orgId: OrgId
   readonly type: string

@@ -125,3 +125,27 @@ export const CatalogHttp = HttpApiBuilder.group(ControlPlaneApi, "catalog", (han
         Effect.flatMap(CurrentWorkspace, (workspace) =>
           refs.projectEntities(workspace.organization.id, params.projectId)))
   }))
+
+/** The project's inbound `scm.*` activity. */
+export const TriggersHttp = HttpApiBuilder.group(ControlPlaneApi, "triggers", (handlers) =>
+  Effect.gen(function*() {
+    const refs = yield* RefsService
+    return handlers.handle("list", ({ params, query }) =>
+      Effect.flatMap(projectOf(params), ({ at }) => refs.triggers(at, query)))
+  }))
+
+/** Each project's repository at a glance. */
+export const RepoFacetsHttp = HttpApiBuilder.group(ControlPlaneApi, "repoFacets", (handlers) =>
+  Effect.gen(function*() {
+    const refs = yield* RefsService
+    return handlers
+      .handle("list", () =>
+        Effect.flatMap(CurrentWorkspace, (workspace) =>
+          Effect.map(refs.repoFacets(workspace.organization.id), (repoFacets) => ({ repoFacets }))))
+      .handle("get", ({ params }) =>
+        Effect.flatMap(CurrentWorkspace, (workspace) =>
+          Effect.flatMap(refs.repoFacets(workspace.organization.id, params.projectId), ([repoFacet]) =>
+            repoFacet === undefined
+              ? Effect.die(new Error("a project's facet is always there once the project is found"))
+              : Effect.succeed({ repoFacet }))))
+  }))

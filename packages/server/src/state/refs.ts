@@ -21,22 +21,28 @@ import {
   type Ref,
   RefConflict,
   type RefInput,
+  type RepoFacet,
+  type StateTrigger,
   type ValidationFailed,
   wireError
 } from "@cp/domain"
 import { Ref as RefSchema } from "@cp/domain/refs"
 import {
+  auditPosition,
   type CatalogEntityRow,
   type CatalogHeadRow,
+  CliLinksRepo,
+  EventLogRepo,
   headPosition,
   ObjectsRepo,
   ProjectsRepo,
   type RefRow,
   RefsRepo,
+  RunsRepo,
   Transactor
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { apiJson, eventActorOf, EventLog } from "../platform/events.ts"
+import { actorRefOf, apiJson, eventActorOf, EventLog } from "../platform/events.ts"
 import { Cursors, keysetPage, type PageRequest } from "../platform/pagination.ts"
 import { currentDate } from "../platform/serviceKit.ts"
 import { findProject } from "../projects/scope.ts"
@@ -66,11 +72,6 @@ const toHead = (row: CatalogHeadRow): CatalogHead => ({
   publishedAt: row.publishedAt,
   publishedBy: row.publishedBy
 })
-
-const byOf = (actor: Actor) => {
-  const { actorId, actorType } = eventActorOf(actor)
-  return { id: actorId, kind: actorType }
-}
 
 const refNotFound = (name: string) => wireError(NotFound, "Ref not found", { name })
 const objectMissing = (digest: string) => wireError(ObjectMissing, "The object is not stored", { digest })
@@ -104,6 +105,13 @@ export class RefsService extends Context.Service<RefsService, {
     orgId: OrgId,
     query: CatalogEntitiesQuery
   ) => Effect.Effect<ReadonlyArray<CatalogEntity>, NotFound>
+  /** The `scm.*` events of the workspace log attributed to the project, newest first. */
+  readonly triggers: (
+    at: ProjectAddress,
+    page: PageRequest
+  ) => Effect.Effect<Paged<{ readonly triggers: ReadonlyArray<StateTrigger> }>, NotFound | ValidationFailed>
+  /** Repo facets: every project with an active link (or the one named), by project slug. */
+  readonly repoFacets: (orgId: OrgId, projectId?: ProjectId) => Effect.Effect<ReadonlyArray<RepoFacet>, NotFound>
   /** The project-scoped entity route: 404 for a project not in the workspace, else 501 as the spec says. */
   readonly projectEntities: (orgId: OrgId, projectId: ProjectId) => Effect.Effect<never, NotFound | NotImplemented>
 }>()("@cp/server/RefsService") {
@@ -116,6 +124,9 @@ export class RefsService extends Context.Service<RefsService, {
       const tx = yield* Transactor
       const events = yield* EventLog
       const cursors = yield* Cursors
+      const eventLog = yield* EventLogRepo
+      const cliLinks = yield* CliLinksRepo
+      const runs = yield* RunsRepo
 
       /** Fails with 404 `object_missing` unless the project stores `digest`; marks it used at `now`. */
       const requireObject = (projectId: ProjectId, digest: Digest, now: Date) =>
@@ -187,7 +198,7 @@ export class RefsService extends Context.Service<RefsService, {
                 digest: input.digest,
                 version: 0,
                 updatedAt: now,
-                updatedBy: byOf(actor)
+                updatedBy: actorRefOf(actor)
               },
               expectedVersion: input.expectedVersion
             })
@@ -235,7 +246,7 @@ export class RefsService extends Context.Service<RefsService, {
               digest: input.digest,
               version: 0,
               publishedAt: now,
-              publishedBy: byOf(actor)
+              publishedBy: actorRefOf(actor)
             }, input.expectedDigest)
             if (Option.isNone(published)) {
               const current = yield* refs.head(at.projectId)
@@ -282,6 +293,56 @@ export class RefsService extends Context.Service<RefsService, {
             headPosition
           )
           return { data: { heads: items.map(toHead) }, cursor }
+        }),
+        triggers: Effect.fn("Triggers.list")(function*(at, page) {
+          yield* findProject(projects, at.orgId, at.projectId)
+          const { cursor, items } = yield* keysetPage(
+            cursors,
+            { endpoint: "triggers.list", scope: `${at.orgId}/${at.projectId}`, filters: {} },
+            page,
+            (window) => eventLog.listProjectEvents({ ...at, typePrefix: "scm.", ...window }),
+            auditPosition
+          )
+          const text = (value: unknown) => typeof value === "string" ? value : null
+          return {
+            data: {
+              triggers: items.map((event): StateTrigger => ({
+                id: event.id,
+                eventType: event.type,
+                occurredAt: event.occurredAt,
+                repoFullName: text(event.data["repoFullName"]),
+                ref: text(event.data["ref"]),
+                sha: text(event.data["sha"]),
+                data: event.data
+              }))
+            },
+            cursor
+          }
+        }),
+        repoFacets: Effect.fn("RepoFacets.list")(function*(orgId, only) {
+          if (only !== undefined) yield* findProject(projects, orgId, only)
+          const links = yield* cliLinks.listActive({ orgId, ...(only === undefined ? {} : { projectId: only }) })
+          const projectIds = only === undefined ? [...new Set(links.map((link) => link.projectId))] : [only]
+          const facets = yield* Effect.forEach(projectIds, (projectId) =>
+            Effect.gen(function*() {
+              const project = yield* findProject(projects, orgId, projectId)
+              const link = links.find((candidate) => candidate.projectId === projectId)
+              const [lastRun] = yield* runs.list({ orgId, projectId, limit: 1 })
+              const head = yield* refs.head(projectId)
+              const entities = yield* refs.entities({ orgId, projectId })
+              const facet: RepoFacet = {
+                projectId,
+                projectSlug: project.slug,
+                repoFullName: link === undefined ? null : new URL(link.remoteUrl).pathname.slice(1),
+                defaultBranch: null,
+                lastRunAt: lastRun?.createdAt ?? null,
+                lastRunStatus: lastRun?.status ?? null,
+                catalogHead: Option.match(head, { onNone: () => null, onSome: (row) => row.digest }),
+                entityCount: entities.length
+              }
+              return facet
+            }))
+          return facets.sort((a, b) => (a.projectSlug < b.projectSlug ? -1 : 1))
         }),
         projectEntities: (orgId, projectId) =>
           Effect.andThen(

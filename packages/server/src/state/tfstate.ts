@@ -26,7 +26,7 @@ import {
   Transactor
 } from "@cp/persistence"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { eventActorOf, EventLog } from "../platform/events.ts"
+import { actorRefOf, eventActorOf, EventLog } from "../platform/events.ts"
 import { currentDate, orFail } from "../platform/serviceKit.ts"
 import { findProject } from "../projects/scope.ts"
 
@@ -74,11 +74,6 @@ const keyOfRow = (row: TfStateRow): TfStateKey => ({
   component: row.component,
   environmentId: row.environmentId
 })
-
-const createdByOf = (actor: Actor) => {
-  const { actorId, actorType } = eventActorOf(actor)
-  return { id: actorId, kind: actorType }
-}
 
 export class TfStateService extends Context.Service<TfStateService, {
   readonly read: (at: StateAddress, version: number | undefined) => Effect.Effect<Option.Option<Uint8Array>, NotFound>
@@ -202,7 +197,7 @@ export class TfStateService extends Context.Service<TfStateService, {
                     size: content.byteLength,
                     content,
                     createdAt: now,
-                    createdBy: createdByOf(actor),
+                    createdBy: actorRefOf(actor),
                     purgeAfter: null
                   })
                   const next = { ...row, currentVersion: version, lastVersion: version, updatedAt: now }
