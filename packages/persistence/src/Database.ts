@@ -86,10 +86,6 @@ export const layerPostgres = (
     keepAlive: Duration.seconds(10),
     startupParameters: {
       statement_timeout: String(statementMs),
-      // Every execution is planned for its own values (issue 19): a list statement's generic plan assumes an average
-      // filter value, and for a value that holds most of a project's runs it read all 50,000 and sorted them
-      // (200 ms, against 0.1 ms planned for the value). Planning costs well under a millisecond.
-      plan_cache_mode: "force_custom_plan",
       idle_in_transaction_session_timeout: String(DATABASE_TIMEOUTS.idleInTransactionMs)
     },
     ...naming
