@@ -24,13 +24,12 @@ import {
   installThroughSimulator,
   listenLocal,
   newWorld,
-  testAppPrivateKey,
+  serverOnScmhostAt,
   type World
 } from "./support/scmhost.ts"
 import { call, sqlBackends, testServerOver } from "./support/server.ts"
 
 const SECRET = "dev-scmhost-webhook-secret"
-const TEST_PRIVATE_KEY = testAppPrivateKey()
 const sign = (body: string, secret = SECRET) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
 
 /** Sends a webhook exactly as the provider would, signed over the raw bytes. */
@@ -725,22 +724,11 @@ describe("integrations: a provider that is down or failing", () => {
   const url = listenLocal(failing)
   for (const [name, apiUrl] of [["5xx", url], ["down", Promise.resolve("http://127.0.0.1:9")]] as const) {
     layer(
-      Layer.unwrap(
-        Effect.promise(() => apiUrl).pipe(Effect.map((api) =>
-          Layer.merge(
-            testServerOver(databaseLayer(sqlBackends[0]!), {
-              SCMHOST_API_URL: api,
-              SCMHOST_APP_ID: "7",
-              SCMHOST_APP_SLUG: "x",
-              SCMHOST_APP_PRIVATE_KEY: TEST_PRIVATE_KEY,
-              INTEGRATION_PLAIN_API_URL: api,
-              INTEGRATION_BROKEN_API_URL: api,
-              INTEGRATION_BROKEN_CUSTODY: "1"
-            }),
-            NodeServices.layer
-          )
-        ))
-      ),
+      serverOnScmhostAt(apiUrl, (api) => ({
+        INTEGRATION_PLAIN_API_URL: api,
+        INTEGRATION_BROKEN_API_URL: api,
+        INTEGRATION_BROKEN_CUSTODY: "1"
+      })),
       { excludeTestServices: true, timeout: 60_000 }
     )(`provider ${name}`, (it) => {
       it.effect("the setup callback answers 502 provider_unavailable", () =>

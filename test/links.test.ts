@@ -20,7 +20,7 @@ import {
   connectThenSetup,
   listenLocal,
   newWorld,
-  testAppPrivateKey
+  serverOnScmhostAt
 } from "./support/scmhost.ts"
 import { call, sqlBackends, TestServer, testServerOver } from "./support/server.ts"
 import { signInWithPersonal } from "./support/session.ts"
@@ -228,22 +228,7 @@ describe("cli links: the provider fails after the connection is made", () => {
     response.end("{}")
   })
   const apiUrl = listenLocal(provider)
-  layer(
-    Layer.unwrap(
-      Effect.promise(() => apiUrl).pipe(Effect.map((api) =>
-        Layer.merge(
-          testServerOver(databaseLayer(sqlBackends[0]!), {
-            SCMHOST_API_URL: api,
-            SCMHOST_APP_ID: "7",
-            SCMHOST_APP_SLUG: "x",
-            SCMHOST_APP_PRIVATE_KEY: testAppPrivateKey()
-          }),
-          NodeServices.layer
-        )
-      ))
-    ),
-    { excludeTestServices: true, timeout: 60_000 }
-  )("provider failing", (it) => {
+  layer(serverOnScmhostAt(apiUrl), { excludeTestServices: true, timeout: 60_000 })("provider failing", (it) => {
     it.effect("the link is still created, with null provider ids", () =>
       Effect.gen(function*() {
         const world = yield* newWorld("lnkdown")

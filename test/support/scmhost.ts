@@ -4,13 +4,15 @@
  * command-line links tests.
  */
 import { IntegrationConnection } from "@cp/domain"
+import { NodeServices } from "@effect/platform-node"
 import { assert } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { generateKeyPairSync, randomUUID } from "node:crypto"
 import type { Server } from "node:http"
 import type { AddressInfo } from "node:net"
+import { databaseLayer } from "../../packages/persistence/test/harness.ts"
 import { ok, type Res } from "./envelope.ts"
-import { call, TestServer } from "./server.ts"
+import { call, sqlBackends, TestServer, testServerOver } from "./server.ts"
 import { createProject, signInWithPersonal } from "./session.ts"
 
 export const connectionOf = (res: Res) => ok(res, { connection: IntegrationConnection }).connection
@@ -110,4 +112,27 @@ export const testAppPrivateKey = (): string =>
 export const listenLocal = (server: Server): Promise<string> =>
   new Promise((resolve) =>
     server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))
+  )
+
+/**
+ * A test server on the first SQL backend whose source-control app is the provider at `apiUrl` (a stand-in that
+ * fails in the way under test), plus the settings `env` makes of that URL.
+ */
+export const serverOnScmhostAt = (
+  apiUrl: Promise<string>,
+  env: (api: string) => Readonly<Record<string, string>> = () => ({})
+) =>
+  Layer.unwrap(
+    Effect.promise(() => apiUrl).pipe(Effect.map((api) =>
+      Layer.merge(
+        testServerOver(databaseLayer(sqlBackends[0]!), {
+          SCMHOST_API_URL: api,
+          SCMHOST_APP_ID: "7",
+          SCMHOST_APP_SLUG: "x",
+          SCMHOST_APP_PRIVATE_KEY: testAppPrivateKey(),
+          ...env(api)
+        }),
+        NodeServices.layer
+      )
+    ))
   )
